@@ -1,0 +1,7 @@
+"""Package version and the native-core API version the Python side expects.
+
+Bump NATIVE_API_VERSION together with CWM_NATIVE_API_VERSION in src/version.h whenever the
+arrays or functions crossing the native boundary change.
+"""
+__version__ = "0.1.0"
+NATIVE_API_VERSION = 1

@@ -1,0 +1,35 @@
+"""The ``python -m cwm`` command line: one subcommand per module with a ``main(argv)``.
+
+To add a subcommand, add one line to :data:`COMMANDS`: ``name: (module, help)``. The module
+must define ``main(argv) -> int`` and may define ``add_arguments(parser)`` so that
+``python -m cwm NAME --help`` lists its options; modules are imported only when chosen.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+COMMANDS = {
+    "demo": ("cwm.demo", "tune the tiny ONNX CNN end to end and check it against onnxruntime"),
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The top-level parser; each subcommand's options come from its module."""
+    parser = argparse.ArgumentParser(prog="python -m cwm", description="CWM command line")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name, (module_name, help_text) in COMMANDS.items():
+        sub_parser = sub.add_parser(name, help=help_text, description=help_text)
+        add_arguments = getattr(importlib.import_module(module_name), "add_arguments", None)
+        if add_arguments is not None:
+            add_arguments(sub_parser)
+    return parser
+
+
+def main(argv=None) -> int:
+    """Parse ``argv`` (default ``sys.argv[1:]``), run the chosen subcommand, return its status."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = build_parser().parse_args(argv).command  # validates and handles --help
+    rest = argv[argv.index(command) + 1:]
+    return int(importlib.import_module(COMMANDS[command][0]).main(rest) or 0)

@@ -1,0 +1,1 @@
+"""Trajectory data: recording measured candidates from tuning, and reading them back."""

@@ -1,0 +1,79 @@
+"""The one loader of the native core ``cwm._native``; every caller goes through here.
+
+A missing module, a module built for another native API version, or (in a source
+checkout) a module built from different sources raises :class:`NativeCoreError`
+with the command that rebuilds it. There is no silent fallback to Python: the
+reference implementations in :mod:`cwm.actions` are the specification and the
+test oracle, not a production path.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from cwm._version import NATIVE_API_VERSION
+
+REBUILD = "rebuild it with `make build` (runs `pip install --no-build-isolation -e .`)"
+_SRC_DIR = Path(__file__).resolve().parents[2] / "src"
+_module = None
+
+
+class NativeCoreError(ImportError):
+    """cwm._native is missing or does not match this Python package."""
+
+
+def load():
+    """Import and check ``cwm._native`` once; raises :class:`NativeCoreError`."""
+    global _module
+    if _module is not None:
+        return _module
+    try:
+        from cwm import _native
+    except ImportError as e:
+        raise NativeCoreError(f"cwm's native core (cwm._native) is not built or cannot load ({e}); {REBUILD}") from e
+    if _native.api_version() != NATIVE_API_VERSION:
+        raise NativeCoreError(f"cwm._native is stale: native API {_native.api_version()}, this package expects "
+                              f"{NATIVE_API_VERSION}; {REBUILD}")
+    if (_SRC_DIR / "sources.txt").exists():
+        from cwm.native_sources import sources_hash
+
+        built, current = _native.sources_hash(), sources_hash(_SRC_DIR)
+        if built != current:
+            raise NativeCoreError(f"cwm._native is stale: built from sources {built}, the checkout at {_SRC_DIR} "
+                                  f"has {current}; {REBUILD}")
+    _module = _native
+    return _module
+
+
+def _call(fn, *args):
+    from cwm.actions.canonical import TraceFormatError
+
+    try:
+        return fn(*args)
+    except ValueError as e:
+        raise TraceFormatError(str(e)) from None
+
+
+def featurize_batch(traces, num_threads: int = 1):
+    """Native twin of :func:`cwm.actions.featurize_batch` (identical arrays)."""
+    from cwm.actions.featurize import FeatureBatch
+
+    traces = [t if isinstance(t, str) else t.decode() if isinstance(t, bytes) else _dumps(t) for t in traces]
+    ints, numbers, lengths, unknown = _call(load().featurize_batch, traces, int(num_threads))
+    return FeatureBatch(np.asarray(ints), np.asarray(numbers), np.asarray(lengths), np.asarray(unknown))
+
+
+def canonical_actions(trace: str):
+    """``(actions, unknown_kinds, num_insts)`` as plain tuples, for parity checks."""
+    return _call(load().canonical_actions, trace if isinstance(trace, str) else _dumps(trace))
+
+
+def action_kinds() -> list[str]:
+    return list(load().action_kinds())
+
+
+def _dumps(obj) -> str:
+    import json
+
+    return json.dumps(obj)

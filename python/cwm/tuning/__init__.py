@@ -1,0 +1,27 @@
+"""Fast MetaSchedule tuning on small CPU machines (see :mod:`cwm.tuning.tune`).
+
+Names are re-exported lazily, so ``import cwm.tuning`` does not import TVM.
+"""
+from importlib import import_module
+
+_EXPORTS = {
+    "tune_tir": "tune", "TuneOutcome": "tune", "make_cost_model": "tune", "summarize": "tune",
+    "host_target": "target", "resolve_target": "target", "DEFAULT_CUDA_TAG": "target",
+    "FastSettings": "settings", "STOCK": "settings",
+    "InProcessBuilder": "builder",
+    "InProcessRunner": "runner",
+    "fuse": "relax_model", "tune_model": "relax_model", "apply_database": "relax_model",
+    "ModelTuneOutcome": "relax_model",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        return getattr(import_module(f"cwm.tuning.{_EXPORTS[name]}"), name)
+    raise AttributeError(f"module 'cwm.tuning' has no attribute {name!r}")
+
+
+def __dir__():
+    return __all__
