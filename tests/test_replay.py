@@ -95,3 +95,27 @@ def test_live_cuda_design_space_samples_replay_exactly():
     for c in cands:
         text = trace_to_json(c.sch.trace)
         assert tvm_ffi.structural_equal(replay.action_states(mod, text)[-1], c.sch.mod)
+
+
+def test_live_llvm_tuning_traces_replay_exactly(tmp_path):
+    """Tune for real (16 trials), record every measured candidate, replay each exactly."""
+    import tvm_ffi
+    from tvm.s_tir import meta_schedule as ms
+
+    from cwm import workloads
+    from cwm.dataset.recorder import make_recorder
+    from cwm.tuning import FastSettings, host_target
+
+    mod, records = workloads.matmul(64), []
+    s = FastSettings(population_size=32, init_min_unmeasured=8, num_trials_per_iter=8)
+    callbacks = ms.measure_callback.MeasureCallback.create("default") + [make_recorder(records.extend)]
+    ms.tune_tir(mod, host_target(), str(tmp_path), max_trials_global=16, num_trials_per_iter=8,
+                builder=s.builder(), runner=s.runner(), strategy=s.strategy(), cost_model="random",
+                measure_callbacks=callbacks, num_tuning_cores=2, seed=3)
+    assert len(records) >= 8
+    assert sum(r["run_secs"] is not None and r["run_error"] is None for r in records) >= 8
+    for r in records:
+        assert json.loads(r["target"])["kind"] == "llvm"
+        final = replay.action_states(mod, r["trace"])[-1]
+        assert int(tvm_ffi.structural_hash(final)) == r["final_hash"]
+        assert final.script() == r["final_script"]

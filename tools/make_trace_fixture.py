@@ -35,7 +35,7 @@ def tune_llvm(name: str, trials: int, seed: int) -> list[dict]:
 
     records: list[dict] = []
     settings = FastSettings()
-    callbacks = ms.measure_callback.MeasureCallback.create("default") + [make_recorder(records.append)]
+    callbacks = ms.measure_callback.MeasureCallback.create("default") + [make_recorder(records.extend)]
     with tempfile.TemporaryDirectory() as wd:
         ms.tune_tir(workloads.get(name), host_target(), wd, max_trials_global=trials,
                     num_trials_per_iter=settings.num_trials_per_iter, builder=PooledBuilder(2, timeout_sec=30),

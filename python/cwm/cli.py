@@ -12,6 +12,7 @@ import sys
 
 COMMANDS = {
     "demo": ("cwm.demo", "tune the tiny ONNX CNN end to end and check it against onnxruntime"),
+    "dataset": ("cwm.dataset.cli", "build, collect and inspect the trajectory dataset"),
 }
 
 

@@ -11,7 +11,7 @@ import json
 
 
 def make_recorder(sink, keep_script: bool = True):
-    """A ``PyMeasureCallback`` calling ``sink(record: dict)`` for each measured candidate."""
+    """A ``PyMeasureCallback`` calling ``sink(records: list[dict])`` once per measured batch."""
     import tvm_ffi
     from tvm.ir.utils import derived_object
     from tvm.s_tir.meta_schedule.measure_callback import PyMeasureCallback
@@ -22,10 +22,11 @@ def make_recorder(sink, keep_script: bool = True):
     class TraceRecorder(PyMeasureCallback):
         def apply(self, task_scheduler, task_id, measure_candidates, builder_results, runner_results):
             task = task_scheduler.tasks_[task_id].ctx
+            batch = []
             for cand, br, rr in zip(measure_candidates, builder_results, runner_results):
                 secs = [float(s) for s in rr.run_secs] if rr.run_secs is not None else None
                 mod = cand.sch.mod
-                sink({
+                batch.append({
                     "task": str(task.task_name),
                     "target": str(task.target),  # TVM prints a target as JSON
                     "trace": trace_to_json(cand.sch.trace),
@@ -35,5 +36,6 @@ def make_recorder(sink, keep_script: bool = True):
                     "final_hash": int(tvm_ffi.structural_hash(mod)),
                     "final_script": mod.script() if keep_script else None,
                 })
+            sink(batch)
 
     return TraceRecorder()

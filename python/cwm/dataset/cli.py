@@ -1,0 +1,69 @@
+"""``python -m cwm dataset {tasks,collect,stats}``: the trajectory dataset from the command line."""
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+
+DEFAULT_ROOT = "data/dataset"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    sub = parser.add_subparsers(dest="action", required=True)
+    t = sub.add_parser("tasks", help="extract the zoo's tuning tasks, register them, print the table")
+    t.add_argument("--root", default=DEFAULT_ROOT)
+    t.add_argument("--networks", default="all", help="comma-separated zoo names, or 'all'")
+    c = sub.add_parser("collect", help="measure candidates of every registered task (resumable)")
+    c.add_argument("--root", default=DEFAULT_ROOT)
+    c.add_argument("--trials", type=int, default=200, help="search-phase candidates per task")
+    c.add_argument("--random", type=int, default=32, help="random design-space candidates per task")
+    c.add_argument("--tasks", default="", help="comma-separated task keys (default: all registered)")
+    c.add_argument("--seed", type=int, default=0)
+    c.add_argument("--no-progress", action="store_true")
+    s = sub.add_parser("stats", help="counts of the dataset")
+    s.add_argument("--root", default=DEFAULT_ROOT)
+    s.add_argument("--json", action="store_true")
+    s.add_argument("--skip-corrupt", action="store_true", help="skip unreadable shards instead of failing")
+
+
+def main(argv) -> int:
+    parser = argparse.ArgumentParser(prog="python -m cwm dataset")
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    return {"tasks": _tasks, "collect": _collect, "stats": _stats}[args.action](args)
+
+
+def _collect(args) -> int:
+    from cwm.dataset.collect import CollectConfig, collect
+    from cwm.dataset.store import DatasetStore
+
+    store = DatasetStore(args.root)
+    keys = [k for k in args.tasks.split(",") if k] or store.task_keys()
+    cfg = CollectConfig(trials=args.trials, random_samples=args.random, seed=args.seed)
+    out = collect(store, keys, cfg=cfg, progress=not args.no_progress)
+    for key, err in out["failures"].items():
+        print(f"task {key} could not be collected: {err}", file=sys.stderr)
+    print(f"{out['manifest']['finished_tasks']} tasks finished, {out['manifest']['records']} records")
+    return 1 if out["failures"] else 0
+
+
+def _stats(args) -> int:
+    from cwm.dataset.stats import dataset_stats
+
+    stats = dataset_stats(args.root, skip_corrupt=args.skip_corrupt)
+    if args.json:
+        print(json.dumps(stats))
+    else:
+        for k, v in stats.items():
+            print(f"{k:>16}: {v}")
+    return 0
+
+
+def _tasks(args) -> int:
+    from cwm.dataset.zoo_tasks import register_zoo_tasks
+
+    table = register_zoo_tasks(args.root, None if args.networks == "all" else args.networks.split(","))
+    print(table)
+    return 0
