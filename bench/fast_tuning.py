@@ -180,7 +180,8 @@ def _machine() -> dict:
             cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
     except (OSError, StopIteration):
         pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version()}
+    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(),
+            "loadavg_at_start": [round(x, 2) for x in os.getloadavg()]}  # other work skews timings
 
 
 def markdown(report: dict) -> str:
@@ -244,7 +245,10 @@ def main(argv=None) -> int:
     for workload in [w.strip() for w in args.workloads.split(",")]:
         for config in [c for c in CONFIGS if c in configs and c != "import"]:
             timeout = args.stock_timeout if config != "cwm" else max(args.stock_timeout, 1800.0)
-            report["tuning"].append(measure_tuning(config, workload, trials, args.work_root, timeout))
+            row = measure_tuning(config, workload, trials, args.work_root, timeout)
+            report["tuning"].append(row)
+            if config == "cwm" and row["target"]:  # LLVM's name for this CPU, e.g. znver5
+                report["machine"]["llvm_mcpu"] = json.loads(row["target"]).get("mcpu")
             save()
     print(markdown(report))
     print(f"\nwrote {os.path.relpath(out, ROOT)}")

@@ -107,7 +107,7 @@ def test_live_llvm_tuning_traces_replay_exactly(tmp_path):
     from cwm.tuning import FastSettings, host_target
 
     mod, records = workloads.matmul(64), []
-    s = FastSettings(population_size=32, init_min_unmeasured=8, num_trials_per_iter=8)
+    s = FastSettings(population_size=32, init_min_unmeasured=8, num_trials_per_iter=8, builder_kind="in-process")
     callbacks = ms.measure_callback.MeasureCallback.create("default") + [make_recorder(records.extend)]
     ms.tune_tir(mod, host_target(), str(tmp_path), max_trials_global=16, num_trials_per_iter=8,
                 builder=s.builder(), runner=s.runner(), strategy=s.strategy(), cost_model="random",

@@ -155,21 +155,17 @@ class DatasetStore:
         return json.loads(path.read_text()) if path.exists() else {}
 
 
-def task_key(mod) -> str:
-    """A task's key: the structural hash of its workload, as 16 hex digits."""
-    import tvm_ffi
-
-    return f"{int(tvm_ffi.structural_hash(mod)) & 0xFFFFFFFFFFFFFFFF:016x}"
-
 
 def register_task(store: DatasetStore, name: str, mod, networks: dict[str, int] | None = None, **meta) -> str:
-    """Add (or update the networks of) a task; ``networks`` maps network -> occurrences."""
+    """Add (or update the networks of) a task; ``networks`` maps network -> weight in it."""
     import tvm
+
+    from cwm.frontends.tasks import task_key
 
     key = task_key(mod)
     old = store.get_task(key) if store.task_path(key).exists() else {}
     merged = dict(old.get("networks", {}))
     merged.update(networks or {})
-    store.put_task(key, {**old, **meta, "name": name, "networks": merged,
+    store.put_task(key, {**old, **meta, "name": old.get("name", name), "networks": merged,
                          "workload": old.get("workload") or tvm.ir.save_json(mod)})
     return key

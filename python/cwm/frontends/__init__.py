@@ -1,5 +1,11 @@
-"""Model frontends: small reference models exported to ONNX for demos and tests.
+"""Model frontends: reference models exported to ONNX / torch.export and imported into TVM Relax.
 
-Each module builds a model with fixed random weights and exports it with
-``torch.onnx.export``; torch is imported by the functions that need it.
+Each model module builds its network with fixed random weights; torch, onnx and TVM are
+imported by the functions that need them. :mod:`cwm.frontends.zoo` is the 7-network
+registry, :mod:`cwm.frontends.importers` turns a network into a Relax module,
+:mod:`cwm.frontends.numerics` checks it against PyTorch and :mod:`cwm.frontends.tasks`
+extracts and deduplicates its MetaSchedule tasks.
 """
+from cwm.frontends.errors import UnsupportedOpError
+
+__all__ = ["UnsupportedOpError"]

@@ -8,7 +8,7 @@ _EXPORTS = {
     "tune_tir": "tune", "TuneOutcome": "tune", "make_cost_model": "tune", "summarize": "tune",
     "host_target": "target", "resolve_target": "target", "DEFAULT_CUDA_TAG": "target",
     "FastSettings": "settings", "STOCK": "settings",
-    "InProcessBuilder": "builder",
+    "InProcessBuilder": "builder", "PooledBuilder": "pooled_builder",
     "InProcessRunner": "runner",
     "fuse": "relax_model", "tune_model": "relax_model", "apply_database": "relax_model",
     "ModelTuneOutcome": "relax_model",

@@ -1,8 +1,8 @@
 """A MetaSchedule builder that compiles candidates in this process, on a thread pool.
 
 Stock ``LocalBuilder`` starts a fresh popen worker pool on *every* ``build()`` call; each
-worker pays ``import tvm`` plus ``import tvm.s_tir.tensor_intrin`` (~4 s + ~4 s patched,
-~40 s unpatched, against a 30 s timeout). Here there is no start-up at all, and
+worker pays ``import tvm`` plus ``import tvm.s_tir.tensor_intrin`` (2-4 s + 2-4 s patched,
+17-45 s unpatched depending on the CPU, against a 30 s timeout). Here there is no start-up at all, and
 ``tvm.compile`` releases the GIL, so 2 threads build 16 candidates 1.6x faster than one.
 Artifacts are the same ``.tar`` of object files ``LocalBuilder`` writes.
 

@@ -24,6 +24,11 @@ def build_in_worker(mod, target) -> str:
     return default_export(rt_mod)
 
 
+def _job(build_fn):
+    """The callable shipped to a worker: only ``build_fn`` travels (never the builder and its pool)."""
+    return lambda job: build_fn(*job)
+
+
 def _make_class():
     from tvm.ir.utils import derived_object
     from tvm.s_tir.meta_schedule.builder import BuilderResult, PyBuilder
@@ -31,9 +36,10 @@ def _make_class():
 
     @derived_object
     class PooledBuilder(PyBuilder):
-        def __init__(self, max_workers: int = 2, timeout_sec: float = 30.0):
+        def __init__(self, max_workers: int = 2, timeout_sec: float = 30.0, build_fn=None):
             super().__init__()
             self.max_workers, self.timeout_sec = max_workers, timeout_sec
+            self.build_fn = build_fn or build_in_worker  # (mod, target) -> artifact path, in a worker
             self._pool = None
             self.build_seconds: list[float] = []  # wall time of each build() call
 
@@ -45,7 +51,7 @@ def _make_class():
                 self._pool = PopenPoolExecutor(max_workers=self.max_workers, timeout=self.timeout_sec)
             results = []
             jobs = [(bi.mod, bi.target) for bi in build_inputs]
-            for r in self._pool.map_with_error_catching(lambda job: build_in_worker(*job), jobs):
+            for r in self._pool.map_with_error_catching(_job(self.build_fn), jobs):
                 if r.status == StatusKind.COMPLETE:
                     results.append(BuilderResult(r.value, None))
                 elif r.status == StatusKind.TIMEOUT:
@@ -66,9 +72,13 @@ def _make_class():
 _CLASS = None
 
 
-def PooledBuilder(max_workers: int = 2, timeout_sec: float = 30.0):  # noqa: N802 (a class factory)
-    """A MetaSchedule ``Builder`` backed by a persistent, timeout-guarded process pool."""
+def PooledBuilder(max_workers: int = 2, timeout_sec: float = 30.0, build_fn=None):  # noqa: N802 (a factory)
+    """A MetaSchedule ``Builder`` backed by a persistent, timeout-guarded process pool.
+
+    ``build_fn(mod, target) -> artifact path`` runs in the workers (default
+    :func:`build_in_worker`); it must be picklable (a module-level function).
+    """
     global _CLASS
     if _CLASS is None:
         _CLASS = _make_class()
-    return _CLASS(max_workers=max_workers, timeout_sec=timeout_sec)
+    return _CLASS(max_workers=max_workers, timeout_sec=timeout_sec, build_fn=build_fn)

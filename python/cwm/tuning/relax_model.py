@@ -11,11 +11,12 @@ from __future__ import annotations
 import os
 import tempfile
 import time
+import contextlib
 from dataclasses import dataclass
 from typing import Any
 
 from cwm.tuning.settings import FastSettings
-from cwm.tuning.tune import console, make_cost_model
+from cwm.tuning.tune import close_builder, console, make_cost_model
 
 
 @dataclass
@@ -51,7 +52,8 @@ def tune_model(fused, target, trials_per_task: int = 32, work_dir: str | None = 
     os.makedirs(work_dir, exist_ok=True)  # tune_tasks does not create it
     cores = int(target.attrs.get("num-cores", 0) or os.cpu_count() or 1)
     start = time.perf_counter()
-    with console(verbose):
+    builder = settings.builder()
+    with console(verbose), _closing_builder(builder):
         tasks = ms.relax_integration.extract_tasks(fused, target)
         contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
             tasks, work_dir=work_dir, strategy=settings.strategy(), num_threads=cores, seed=seed)
@@ -61,11 +63,19 @@ def tune_model(fused, target, trials_per_task: int = 32, work_dir: str | None = 
             tasks=contexts, task_weights=weights, work_dir=work_dir,
             max_trials_global=trials_per_task * len(contexts), max_trials_per_task=trials_per_task,
             num_trials_per_iter=min(settings.num_trials_per_iter, trials_per_task),
-            builder=settings.builder(), runner=settings.runner(),
+            builder=builder, runner=settings.runner(),
             cost_model=make_cost_model(cost_model, cores), task_scheduler="round-robin")
     wall_s = time.perf_counter() - start
     names = [context.task_name for context in contexts]
     return ModelTuneOutcome(names, len(database.get_all_tuning_records()), wall_s, database, work_dir)
+
+
+@contextlib.contextmanager
+def _closing_builder(builder):
+    try:
+        yield builder
+    finally:
+        close_builder(builder)
 
 
 def apply_database(fused, target, database):

@@ -35,8 +35,14 @@ class FastSettings:
     repeat: int = 1
     min_repeat_ms: int = 10
     builder_workers: int = 2
+    #: "pooled" (default): persistent worker processes, builds killed after ``build_timeout_s``;
+    #: "in-process": threads in this process, no start-up cost but no timeout (docs/decisions.md)
+    builder_kind: str = "pooled"
+    build_timeout_s: float = 30.0
 
     def __post_init__(self):
+        if self.builder_kind not in ("pooled", "in-process"):
+            raise ValueError(f"builder_kind must be 'pooled' or 'in-process', not {self.builder_kind!r}")
         if self.init_min_unmeasured > self.population_size:
             raise ValueError("init_min_unmeasured must be <= population_size "
                              f"({self.init_min_unmeasured} > {self.population_size})")
@@ -57,10 +63,15 @@ class FastSettings:
                                          min_repeat_ms=self.min_repeat_ms)
 
     def builder(self):
-        """An :class:`~cwm.tuning.builder.InProcessBuilder` with ``builder_workers`` threads."""
-        from cwm.tuning.builder import InProcessBuilder
+        """A :func:`~cwm.tuning.pooled_builder.PooledBuilder` (default) or an
+        :class:`~cwm.tuning.builder.InProcessBuilder`, with ``builder_workers`` workers."""
+        if self.builder_kind == "in-process":
+            from cwm.tuning.builder import InProcessBuilder
 
-        return InProcessBuilder(max_workers=self.builder_workers)
+            return InProcessBuilder(max_workers=self.builder_workers)
+        from cwm.tuning.pooled_builder import PooledBuilder
+
+        return PooledBuilder(max_workers=self.builder_workers, timeout_sec=self.build_timeout_s)
 
     def runner(self):
         """An :class:`~cwm.tuning.runner.InProcessRunner` using :meth:`evaluator_config`."""
