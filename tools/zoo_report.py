@@ -126,6 +126,10 @@ def _secs(part: dict, key: str) -> str:
     return f"{part[key]:.1f}" if key in part else "-"
 
 
+def _ms(part: dict, key: str) -> str:
+    return f"{part[key] * 1e3:.0f}" if key in part else "-"
+
+
 def _tasks(part: dict) -> str:
     if "tasks" in part:
         return f"{part['tasks']} (w {part['weight']})"
@@ -145,6 +149,12 @@ def render(results: list, cache_dir: str) -> str:
         if cached is not None:
             table.add(r["network"], cached)
     summary = table.summary()
+    both = TaskTable()  # ONNX and torch.export tasks together
+    for r in results:
+        for via in PATHS:
+            cached = task_cache.load(r["network"], target, cache_dir, via)
+            if cached is not None:
+                both.add(f"{r['network']}/{via}", cached)
     lines = [
         "# Model zoo: import, numerics, tasks",
         "",
@@ -154,12 +164,13 @@ def render(results: list, cache_dir: str) -> str:
         "PyTorch eager on the same random input; error = `max|tvm - torch| / max|torch|`.",
         "Tasks: fused with `cwm.tuning.relax_model.fuse` then `ms.relax_integration.extract_tasks`;",
         "`n (w W)` = n distinct tasks, W = total weight (kernel calls per forward pass).",
-        "Times in seconds; import = frontend only (ONNX export listed separately); run = one",
-        "untuned TVM forward pass.",
+        "Times in seconds (one run each, 2 shared cores, so +-30 %); import = frontend only (ONNX",
+        "export listed separately); run = one untuned TVM forward pass; PyTorch eager = its first",
+        "forward pass. Same tasks onnx/torch = task keys (structural hashes) found by both importers.",
         "",
         "| network | how built | tasks via onnx | tasks via torch | same tasks onnx/torch | "
         "max rel err via onnx | max rel err via torch | onnx export s | import s onnx / torch | "
-        "compile s onnx / torch | TVM run s onnx / torch | PyTorch eager s |",
+        "compile s onnx / torch | TVM run s onnx / torch | PyTorch eager ms |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
@@ -170,12 +181,17 @@ def render(results: list, cache_dir: str) -> str:
             f"{_fmt_err(o)} | {_fmt_err(t)} | {_secs(o, 'export_s')} | "
             f"{_secs(o, 'import_s')} / {_secs(t, 'import_s')} | "
             f"{_secs(o, 'compile_s')} / {_secs(t, 'compile_s')} | "
-            f"{_secs(o, 'run_s')} / {_secs(t, 'run_s')} | {_secs(o, 'torch_eager_s')} |")
+            f"{_secs(o, 'run_s')} / {_secs(t, 'run_s')} | {_ms(o, 'torch_eager_s')} |")
     lines += ["", "## Unique tasks across networks (ONNX path)", "",
               f"**{summary['unique_tasks']} unique tasks** over {len(table.networks)} networks "
               f"({summary['shared_tasks']} appear in more than one network; "
               f"sum of per-network distinct tasks: "
-              f"{sum(v['tasks'] for v in summary['networks'].values())}).", "",
+              f"{sum(v['tasks'] for v in summary['networks'].values())}). "
+              f"ONNX and torch.export tasks together: **{len(both)} unique** "
+              "(the two importers mostly produce different kernels: the ONNX exporter folds "
+              "BatchNorm into the conv weights, torch.export keeps it as subtract/divide/"
+              "multiply/add fused after each conv; GELU, masks and attention reshapes are "
+              "also lowered differently).", "",
               "| network | distinct tasks | shared with another network | total weight |",
               "|---|---|---|---|"]
     for network, row in summary["networks"].items():
