@@ -29,7 +29,6 @@ import argparse
 import datetime
 import json
 import os
-import platform
 import shutil
 import signal
 import subprocess
@@ -174,13 +173,9 @@ def measure_tuning(config, workload, trials, work_root, timeout) -> dict:
 
 
 def _machine() -> dict:
-    cpu = platform.processor() or "unknown"
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return {"cpu": cpu, "cores": os.cpu_count(), "python": platform.python_version(),
+    from common import machine  # bench/common.py (standard library only)
+
+    return {"description": machine(), "cores": os.cpu_count(),
             "loadavg_at_start": [round(x, 2) for x in os.getloadavg()]}  # other work skews timings
 
 

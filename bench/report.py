@@ -39,7 +39,7 @@ def fast_tuning_table(r) -> list[str]:
     if not rows:
         return []
     m = r.get("machine", {})
-    mach = m if isinstance(m, str) else f"{m.get('cpu')}, {m.get('cores')} cores"
+    mach = m if isinstance(m, str) else m.get("description") or f"{m.get('cpu')}, {m.get('cores')} cores"
     out = [f"**Tuning on this machine** (`bench/fast_tuning.py`; {mach}; {r.get('date')}): wall time of "
            "MetaSchedule tuning per configuration",
            "", "| workload | config | trials | tuning wall s | valid / records | best µs | cut off |",
