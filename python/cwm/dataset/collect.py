@@ -58,7 +58,8 @@ def _seed_database(work_dir: str, mod, target, records: list[dict]):
     return db
 
 
-def _tune_phase(mod, target, phase: str, n: int, previous: list[dict], cfg: CollectConfig, sink, builder):
+def _tune_phase(mod, target, phase: str, n: int, previous: list[dict], cfg: CollectConfig, sink, builder,
+                runner=None):
     from tvm.s_tir import meta_schedule as ms
 
     from cwm.dataset.recorder import make_recorder
@@ -72,13 +73,13 @@ def _tune_phase(mod, target, phase: str, n: int, previous: list[dict], cfg: Coll
     with tempfile.TemporaryDirectory(prefix="cwm_collect_") as wd, console(False):
         db = _seed_database(wd, mod, target, previous)
         ms.tune_tir(mod, target, wd, max_trials_global=n, num_trials_per_iter=settings.num_trials_per_iter,
-                    builder=builder, runner=settings.runner(), database=db, cost_model=cost_model,
+                    builder=builder, runner=runner or settings.runner(), database=db, cost_model=cost_model,
                     strategy=strategy, measure_callbacks=callbacks, num_tuning_cores=2,
                     seed=cfg.seed + len(previous))
 
 
 def collect_task(store: DatasetStore, key: str, target, cfg: CollectConfig, builder, on_records=None,
-                 max_attempts: int = 3) -> int:
+                 max_attempts: int = 3, runner=None) -> int:
     """Collect (or finish collecting) one task; returns the number of new records.
 
     MetaSchedule does not skip candidates already in its database (a TODO in
@@ -114,7 +115,7 @@ def collect_task(store: DatasetStore, key: str, target, cfg: CollectConfig, buil
                         on_records(len(rows))
 
             before = state["seq"]
-            _tune_phase(mod, target, phase, state["left"], have, cfg, sink, builder)
+            _tune_phase(mod, target, phase, state["left"], have, cfg, sink, builder, runner)
             new += state["seq"] - before
             if state["seq"] == before:  # the search space gave nothing new
                 break
@@ -122,8 +123,12 @@ def collect_task(store: DatasetStore, key: str, target, cfg: CollectConfig, buil
 
 
 def collect(store: DatasetStore, keys: list[str], target=None, cfg: CollectConfig = CollectConfig(),
-            progress: bool = True, manifest_extra: dict | None = None) -> dict:
-    """Collect every task in ``keys`` not finished yet; writes shards and the manifest."""
+            progress: bool = True, manifest_extra: dict | None = None, runner=None) -> dict:
+    """Collect every task in ``keys`` not finished yet; writes shards and the manifest.
+
+    ``runner``: any MetaSchedule ``Runner`` (default: cwm's in-process runner); e.g. an
+    ``ms.runner.RPCRunner`` to measure on the devices of a TVM RPC tracker.
+    """
     from cwm.tuning.pooled_builder import PooledBuilder
     from cwm.tuning.target import host_target
 
@@ -145,7 +150,8 @@ def collect(store: DatasetStore, keys: list[str], target=None, cfg: CollectConfi
                 bar.set_description(f"tasks {i}/{len(todo)} {store.get_task(key).get('name', key)[:28]}")
             t0 = time.time()
             try:
-                collect_task(store, key, target, cfg, builder, on_records=bar.update if bar else None)
+                collect_task(store, key, target, cfg, builder, on_records=bar.update if bar else None,
+                             runner=runner)
             except Exception as e:  # a task that cannot be tuned is reported, the rest go on
                 failures[key] = f"{type(e).__name__}: {e}"
                 logger.error("task %s failed: %s", key, failures[key])
@@ -165,8 +171,6 @@ def collect(store: DatasetStore, keys: list[str], target=None, cfg: CollectConfi
 
 def _manifest_extra(target, cfg: CollectConfig, extra: dict | None) -> dict:
     import tvm
-
-    from cwm.tuning.target import host_target  # noqa: F401  (keeps the import cheap elsewhere)
 
     return {"tvm_version": tvm.__version__, "target": json.loads(str(target)), "cpu_model": _cpu_model(),
             "collect_config": cfg.__dict__, **(extra or {})}
