@@ -105,7 +105,9 @@ def test_live_llvm_tuning_traces_replay_exactly(tmp_path):
     from cwm import workloads
     from cwm.dataset.recorder import make_recorder
     from cwm.tuning import FastSettings, host_target
+    from cwm.tuning.tune import drop_unnamed_ms_handlers
 
+    drop_unnamed_ms_handlers()  # MetaSchedule's logging set-up crashes on pytest's handlers
     mod, records = workloads.matmul(64), []
     s = FastSettings(population_size=32, init_min_unmeasured=8, num_trials_per_iter=8, builder_kind="in-process")
     callbacks = ms.measure_callback.MeasureCallback.create("default") + [make_recorder(records.extend)]

@@ -73,9 +73,28 @@ def console(verbose: bool):
     """Context in which MetaSchedule's per-round console tables are shown or dropped.
 
     ``ms.tune_tir`` (re)configures a ``StreamHandler`` on ``sys.stdout`` at DEBUG level each
-    call; the logs under ``work_dir/logs`` are complete either way.
+    call; the logs under ``work_dir/logs`` are complete either way. Also drops unnamed
+    handlers from MetaSchedule's logger (see :func:`drop_unnamed_ms_handlers`).
     """
+    drop_unnamed_ms_handlers()
     return contextlib.nullcontext() if verbose else contextlib.redirect_stdout(_Discard())
+
+
+def drop_unnamed_ms_handlers() -> None:
+    """Remove handlers without a name from the ``tvm.s_tir.meta_schedule`` logger.
+
+    MetaSchedule's logging set-up (``create_loggers``) formats the *names* of the handlers
+    already on its logger and crashes on ``None`` (``AttributeError: 'NoneType' object has no
+    attribute 'format'``). Unnamed handlers end up there when its ``dictConfig`` runs while
+    another tool (pytest's log capture, seen here) has attached its own; the second tuning
+    call in such a process then fails.
+    """
+    import logging
+
+    ms_logger = logging.getLogger("tvm.s_tir.meta_schedule")
+    for handler in list(ms_logger.handlers):
+        if handler.get_name() is None:
+            ms_logger.removeHandler(handler)
 
 
 def close_builder(builder) -> None:
