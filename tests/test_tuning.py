@@ -106,10 +106,14 @@ def test_failures_are_results_not_crashes(build):
     bad_target = tuning.resolve_target({"kind": "llvm", "mtriple": "nonsense-unknown-arch"})
     (bad,) = build(workloads.matmul(64), bad_target, copies=1)
     assert bad.artifact_path is None and bad.error_msg.startswith("InProcessBuilder")
-    runner = tuning.FastSettings().runner()
-    (future,) = runner.run([RunnerInput("/nonexistent/x.tar", "cpu", ArgInfo.from_prim_func(
-        workloads.matmul(64)["main"]))])
-    assert future.result().run_secs is None and "InProcessRunner" in future.result().error_msg
+    from cwm.tuning.tune import close_builder
+
+    for kind, name in (("in-process", "InProcessRunner"), ("pooled", "PooledRunner")):
+        runner = tuning.FastSettings(runner_kind=kind).runner()
+        (future,) = runner.run([RunnerInput("/nonexistent/x.tar", "cpu", ArgInfo.from_prim_func(
+            workloads.matmul(64)["main"]))])
+        assert future.result().run_secs is None and name in future.result().error_msg
+        close_builder(runner)
 
 
 def test_tune_tir_small_matmul(tmp_path):

@@ -126,7 +126,7 @@ def collect(store: DatasetStore, keys: list[str], target=None, cfg: CollectConfi
             progress: bool = True, manifest_extra: dict | None = None, runner=None) -> dict:
     """Collect every task in ``keys`` not finished yet; writes shards and the manifest.
 
-    ``runner``: any MetaSchedule ``Runner`` (default: cwm's in-process runner); e.g. an
+    ``runner``: any MetaSchedule ``Runner`` (default: a crash-safe ``PooledRunner``); e.g. an
     ``ms.runner.RPCRunner`` to measure on the devices of a TVM RPC tracker.
     """
     from cwm.tuning.pooled_builder import PooledBuilder
@@ -143,6 +143,12 @@ def collect(store: DatasetStore, keys: list[str], target=None, cfg: CollectConfi
         bar = tqdm(total=per_task * len(todo), initial=done_records, unit="rec", dynamic_ncols=True,
                    desc=f"tasks 0/{len(todo)}")
     builder = PooledBuilder(2, timeout_sec=cfg.build_timeout_s)
+    own_runner = runner is None
+    if own_runner:
+        from cwm.tuning.pooled_runner import PooledRunner
+        from cwm.tuning.settings import FastSettings
+
+        runner = PooledRunner(FastSettings(repeat=cfg.repeat, min_repeat_ms=cfg.min_repeat_ms).evaluator_config())
     failures = {}
     try:
         for i, key in enumerate(todo):
@@ -164,6 +170,8 @@ def collect(store: DatasetStore, keys: list[str], target=None, cfg: CollectConfi
             store.write_manifest(_manifest_extra(target, cfg, manifest_extra))
     finally:
         builder.close()
+        if own_runner:
+            runner.close()
         if bar:
             bar.close()
     return {"failures": failures, "manifest": store.write_manifest(_manifest_extra(target, cfg, manifest_extra))}

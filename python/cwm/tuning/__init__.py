@@ -9,7 +9,7 @@ _EXPORTS = {
     "host_target": "target", "resolve_target": "target", "DEFAULT_CUDA_TAG": "target",
     "FastSettings": "settings", "STOCK": "settings",
     "InProcessBuilder": "builder", "PooledBuilder": "pooled_builder",
-    "InProcessRunner": "runner",
+    "InProcessRunner": "runner", "PooledRunner": "pooled_runner",
     "fuse": "relax_model", "tune_model": "relax_model", "apply_database": "relax_model",
     "ModelTuneOutcome": "relax_model",
 }

@@ -52,8 +52,8 @@ def tune_model(fused, target, trials_per_task: int = 32, work_dir: str | None = 
     os.makedirs(work_dir, exist_ok=True)  # tune_tasks does not create it
     cores = int(target.attrs.get("num-cores", 0) or os.cpu_count() or 1)
     start = time.perf_counter()
-    builder = settings.builder()
-    with console(verbose), _closing_builder(builder):
+    builder, runner = settings.builder(), settings.runner()
+    with console(verbose), _closing_builder(builder), _closing_builder(runner):
         tasks = ms.relax_integration.extract_tasks(fused, target)
         contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
             tasks, work_dir=work_dir, strategy=settings.strategy(), num_threads=cores, seed=seed)
@@ -63,7 +63,7 @@ def tune_model(fused, target, trials_per_task: int = 32, work_dir: str | None = 
             tasks=contexts, task_weights=weights, work_dir=work_dir,
             max_trials_global=trials_per_task * len(contexts), max_trials_per_task=trials_per_task,
             num_trials_per_iter=min(settings.num_trials_per_iter, trials_per_task),
-            builder=builder, runner=settings.runner(),
+            builder=builder, runner=runner,
             cost_model=make_cost_model(cost_model, cores), task_scheduler="round-robin")
     wall_s = time.perf_counter() - start
     names = [context.task_name for context in contexts]

@@ -39,10 +39,16 @@ class FastSettings:
     #: "in-process": threads in this process, no start-up cost but no timeout (docs/decisions.md)
     builder_kind: str = "pooled"
     build_timeout_s: float = 30.0
+    #: "pooled" (default): measure in a persistent worker process, so a crashing or hanging
+    #: candidate becomes an error result; "in-process": measure in this process
+    runner_kind: str = "pooled"
+    run_timeout_s: float = 60.0
 
     def __post_init__(self):
         if self.builder_kind not in ("pooled", "in-process"):
             raise ValueError(f"builder_kind must be 'pooled' or 'in-process', not {self.builder_kind!r}")
+        if self.runner_kind not in ("pooled", "in-process"):
+            raise ValueError(f"runner_kind must be 'pooled' or 'in-process', not {self.runner_kind!r}")
         if self.init_min_unmeasured > self.population_size:
             raise ValueError("init_min_unmeasured must be <= population_size "
                              f"({self.init_min_unmeasured} > {self.population_size})")
@@ -74,8 +80,15 @@ class FastSettings:
         return PooledBuilder(max_workers=self.builder_workers, timeout_sec=self.build_timeout_s)
 
     def runner(self):
-        """An :class:`~cwm.tuning.runner.InProcessRunner` using :meth:`evaluator_config`."""
-        from cwm.tuning.runner import InProcessRunner
+        """A :func:`~cwm.tuning.pooled_runner.PooledRunner` (default) or an
+        :class:`~cwm.tuning.runner.InProcessRunner`, using :meth:`evaluator_config`."""
+        if self.runner_kind == "in-process":
+            from cwm.tuning.runner import InProcessRunner
+
+            return InProcessRunner(self.evaluator_config())
+        from cwm.tuning.pooled_runner import PooledRunner
+
+        return PooledRunner(self.evaluator_config(), timeout_sec=self.run_timeout_s)
 
         return InProcessRunner(self.evaluator_config())
 

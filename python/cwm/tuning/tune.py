@@ -98,7 +98,7 @@ def drop_unnamed_ms_handlers() -> None:
 
 
 def close_builder(builder) -> None:
-    """Stop a builder's worker processes, if it has any (``PooledBuilder``)."""
+    """Stop a builder's (or runner's) worker processes, if it has any (``Pooled*``)."""
     close = getattr(builder, "close", None)
     if close is not None:
         close()
@@ -125,19 +125,21 @@ def tune_tir(mod, target="llvm", trials: int = 64, work_dir: str | None = None,
     os.makedirs(work_dir, exist_ok=True)
     cores = _num_cores(target)
     start = time.perf_counter()
-    own_builder = builder is None
-    builder = builder or settings.builder()
+    own_builder, own_runner = builder is None, runner is None
+    builder, runner = builder or settings.builder(), runner or settings.runner()
     try:
         with console(verbose):
             database = ms.tune_tir(
                 mod, target, work_dir, max_trials_global=trials,
                 num_trials_per_iter=settings.num_trials_per_iter,
-                builder=builder, runner=runner or settings.runner(),
+                builder=builder, runner=runner,
                 cost_model=make_cost_model(cost_model, cores), strategy=settings.strategy(),
                 num_tuning_cores=cores, seed=seed)
     finally:
         if own_builder:
             close_builder(builder)
+        if own_runner:
+            close_builder(runner)
     wall_s = time.perf_counter() - start
     n_records, n_valid, best_us = summarize(database)
     return TuneOutcome(best_us, n_records, n_valid, wall_s, database, work_dir)
