@@ -1,0 +1,151 @@
+"""TransH transition model: ``z_t = F(z_{t-1}, a_t) = z - (w_a . z) w_a + d_a``.
+
+Each action ``a`` (one row of the arrays made by :mod:`cwm.actions.featurize`) is embedded
+as a *sum* of per-column embeddings plus a linear map of its log-scaled numbers, passed
+through one hidden layer that emits the hyperplane normal ``w_a`` (normalised to unit
+length) and the translation ``d_a``. The architecture is kept to lookups, one matrix
+product per layer, ReLU and a normalisation so that the C++ core can evaluate the same
+weights exactly (issue #5); :func:`rollout_numpy` is the NumPy reference of that path.
+
+Padded steps (``kind == <pad>``) leave the state unchanged.
+"""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from cwm.actions.featurize import COL, NUM_NUMBERS
+from cwm.actions.vocab import KINDS
+
+#: hashed columns -> their own embedding table of ``hash_buckets`` rows (index = hash % buckets)
+HASH_COLUMNS = ("op0_hash", "op1_hash", "operands_hash", "op0_base_hash", "str0_hash", "str1_hash")
+#: small integer columns -> embedding of ``clip(value + 1, 0, small_vocab - 1)`` (-1 -> 0)
+SMALL_COLUMNS = ("phase", "n_operands", "op0_axis", "op0_part", "op0_depth", "n_numbers", "n_strings")
+
+
+@dataclass(frozen=True)
+class TransitionConfig:
+    dim: int = 128  # latent state size (= encoder output size)
+    hidden: int = 256
+    hash_buckets: int = 1024
+    small_vocab: int = 32
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def log_scale(numbers):
+    """``sign(x) * log2(1 + |x|)``: tile factors and extents span 1..10^4."""
+    return np.sign(numbers) * np.log2(1.0 + np.abs(numbers))
+
+
+def action_indices(ints: np.ndarray, cfg: TransitionConfig) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Embedding indices of each action: kind ``[...]``, hashed ``[..., 6]``, small ``[..., 7]``."""
+    kind = ints[..., COL["kind"]].astype(np.int64)
+    hashed = np.stack([ints[..., COL[c]].astype(np.int64) % cfg.hash_buckets for c in HASH_COLUMNS], -1)
+    small = np.stack([np.clip(ints[..., COL[c]].astype(np.int64) + 1, 0, cfg.small_vocab - 1)
+                      for c in SMALL_COLUMNS], -1)
+    return kind, hashed, small
+
+
+def _torch_module():
+    import torch
+    from torch import nn
+
+    class TransH(nn.Module):
+        def __init__(self, cfg: TransitionConfig):
+            super().__init__()
+            self.cfg = cfg
+            h = cfg.hidden
+            self.kind = nn.Embedding(len(KINDS), h)
+            self.hashed = nn.ModuleList(nn.Embedding(cfg.hash_buckets, h) for _ in HASH_COLUMNS)
+            self.small = nn.ModuleList(nn.Embedding(cfg.small_vocab, h) for _ in SMALL_COLUMNS)
+            self.numbers = nn.Linear(NUM_NUMBERS, h)
+            self.out = nn.Linear(h, 2 * cfg.dim)
+            with torch.no_grad():  # start near the identity map: small translations
+                self.out.weight.mul_(0.1)
+                self.out.bias.zero_()
+
+        def action_params(self, kind, hashed, small, numbers):
+            """``(w, d)``, each ``[..., dim]``; ``w`` has unit norm."""
+            x = self.kind(kind) + self.numbers(numbers)
+            for j, emb in enumerate(self.hashed):
+                x = x + emb(hashed[..., j])
+            for j, emb in enumerate(self.small):
+                x = x + emb(small[..., j])
+            w_raw, d = self.out(torch.relu(x)).split(self.cfg.dim, dim=-1)
+            w = w_raw / w_raw.norm(dim=-1, keepdim=True).clamp_min(1e-6)
+            return w, d
+
+        def step(self, z, w, d):
+            return z - (w * z).sum(-1, keepdim=True) * w + d
+
+        def forward(self, z0, kind, hashed, small, numbers, return_all: bool = False):
+            """Roll ``z0 [B, D]`` through actions ``[B, T, ...]``; ``ẑ_T`` or all ``[B, T+1, D]``."""
+            w, d = self.action_params(kind, hashed, small, numbers)
+            live = (kind != 0).unsqueeze(-1).to(z0.dtype)  # <pad> keeps the state
+            z, out = z0, [z0]
+            for t in range(kind.shape[1]):
+                z = live[:, t] * self.step(z, w[:, t], d[:, t]) + (1 - live[:, t]) * z
+                if return_all:
+                    out.append(z)
+            return torch.stack(out, 1) if return_all else z
+
+    return TransH
+
+
+_TRANSH = None
+
+
+def TransH(cfg: TransitionConfig = TransitionConfig()):  # noqa: N802 (a factory: torch imported lazily)
+    """The TransH transition model as a ``torch.nn.Module``."""
+    global _TRANSH
+    if _TRANSH is None:
+        _TRANSH = _torch_module()
+    return _TRANSH(cfg)
+
+
+def tensors(fb, cfg: TransitionConfig):
+    """Torch inputs ``(kind, hashed, small, numbers)`` from a :class:`FeatureBatch`."""
+    import torch
+
+    kind, hashed, small = action_indices(fb.ints, cfg)
+    return (torch.from_numpy(kind), torch.from_numpy(hashed), torch.from_numpy(small),
+            torch.from_numpy(log_scale(fb.numbers).astype(np.float32)))
+
+
+def numpy_weights(model) -> dict[str, np.ndarray]:
+    """The weights the native rollout needs, as float32 arrays (names are the contract)."""
+    sd = {k: v.detach().cpu().numpy().astype(np.float32) for k, v in model.state_dict().items()}
+    return {
+        "kind": sd["kind.weight"],
+        "hashed": np.stack([sd[f"hashed.{j}.weight"] for j in range(len(HASH_COLUMNS))]),
+        "small": np.stack([sd[f"small.{j}.weight"] for j in range(len(SMALL_COLUMNS))]),
+        "numbers_w": sd["numbers.weight"], "numbers_b": sd["numbers.bias"],
+        "out_w": sd["out.weight"], "out_b": sd["out.bias"],
+    }
+
+
+def rollout_numpy(z0: np.ndarray, ints: np.ndarray, numbers: np.ndarray, weights: dict, cfg: TransitionConfig,
+                  return_all: bool = False) -> np.ndarray:
+    """NumPy reference of :meth:`TransH.forward` (float64 inside) - the native core's spec."""
+    kind, hashed, small = action_indices(ints, cfg)
+    x = weights["kind"][kind].astype(np.float64)
+    x = x + log_scale(numbers).astype(np.float32) @ weights["numbers_w"].T.astype(np.float64) + weights["numbers_b"]
+    for j in range(hashed.shape[-1]):
+        x = x + weights["hashed"][j][hashed[..., j]]
+    for j in range(small.shape[-1]):
+        x = x + weights["small"][j][small[..., j]]
+    y = np.maximum(x, 0) @ weights["out_w"].T.astype(np.float64) + weights["out_b"]
+    w_raw, d = y[..., :cfg.dim], y[..., cfg.dim:]
+    w = w_raw / np.maximum(np.linalg.norm(w_raw, axis=-1, keepdims=True), 1e-6)
+    z = z0.astype(np.float64)
+    out = [z]
+    for t in range(ints.shape[1]):
+        live = (kind[:, t] != 0)[:, None]
+        step = z - (w[:, t] * z).sum(-1, keepdims=True) * w[:, t] + d[:, t]
+        z = np.where(live, step, z)
+        if return_all:
+            out.append(z)
+    return np.stack(out, 1) if return_all else z

@@ -1,0 +1,55 @@
+"""TransH transition: geometry, padding, and the NumPy reference (spec of the native rollout)."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+
+@pytest.fixture(scope="module")
+def batch(trace_records):
+    from cwm.actions import featurize_batch
+
+    return featurize_batch([r["trace"] for r in trace_records[:40:3]])
+
+
+def test_transh_step_is_projection_plus_translation():
+    import torch
+
+    from cwm.model.transition import TransH, TransitionConfig
+
+    m = TransH(TransitionConfig(dim=8, hidden=16))
+    z = torch.randn(5, 8)
+    w = torch.nn.functional.normalize(torch.randn(5, 8), dim=-1)
+    d = torch.zeros(5, 8)
+    p = m.step(z, w, d)
+    assert torch.allclose((p * w).sum(-1), torch.zeros(5), atol=1e-5)  # lands on the hyperplane
+    assert torch.allclose(m.step(p, w, d), p, atol=1e-5)  # projecting twice changes nothing
+
+
+def test_padding_keeps_the_state_and_numpy_reference_matches(batch):
+    import torch
+
+    from cwm.model.transition import TransH, TransitionConfig, numpy_weights, rollout_numpy, tensors
+
+    torch.manual_seed(0)
+    cfg = TransitionConfig(dim=16, hidden=32, hash_buckets=64)
+    m = TransH(cfg).eval()
+    z0 = torch.randn(batch.ints.shape[0], cfg.dim)
+    with torch.no_grad():
+        all_z = m(z0, *tensors(batch, cfg), return_all=True).numpy()
+    for i, n in enumerate(batch.lengths):
+        assert np.allclose(all_z[i, n:], all_z[i, n], atol=0)  # after the last action: unchanged
+    ref = rollout_numpy(z0.numpy(), batch.ints, batch.numbers, numpy_weights(m), cfg, return_all=True)
+    assert np.abs(ref - all_z).max() < 1e-4
+
+
+def test_w_is_unit_norm(batch):
+    import torch
+
+    from cwm.model.transition import TransH, TransitionConfig, tensors
+
+    cfg = TransitionConfig(dim=16, hidden=32, hash_buckets=64)
+    w, _ = TransH(cfg).action_params(*tensors(batch, cfg))
+    assert torch.allclose(w.norm(dim=-1), torch.ones(w.shape[:-1]), atol=1e-5)
