@@ -1,0 +1,87 @@
+"""The ranker: XGBoost with a LambdaRank objective, one query group per task.
+
+Labels are relevance grades from measured throughput *within* a task:
+``grade = floor(GRADES * best_latency / latency)`` clipped to ``[0, GRADES - 1]``; a failed
+candidate gets 0. The scores rank candidates of one task; they are not latencies.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+GRADES = 8
+
+
+def relevance(latencies: np.ndarray) -> np.ndarray:
+    """Grades 0..GRADES-1 for one task's candidates; NaN / inf latency (failed) -> 0."""
+    lat = np.asarray(latencies, np.float64)
+    ok = np.isfinite(lat) & (lat > 0)
+    out = np.zeros(lat.shape, np.int32)
+    if ok.any():
+        ratio = lat[ok].min() / lat[ok]
+        out[ok] = np.clip(np.floor(GRADES * ratio), 0, GRADES - 1).astype(np.int32)
+    return out
+
+
+@dataclass
+class RankerConfig:
+    objective: str = "rank:ndcg"
+    n_estimators: int = 300
+    max_depth: int = 6
+    learning_rate: float = 0.1
+    subsample: float = 0.8
+    colsample_bytree: float = 0.8
+    seed: int = 0
+    n_jobs: int = 2
+    extra: dict = field(default_factory=dict)
+
+
+class Ranker:
+    def __init__(self, cfg: RankerConfig = RankerConfig()):
+        self.cfg = cfg
+        self.booster = None
+
+    def fit(self, features: np.ndarray, latencies: np.ndarray, groups: np.ndarray) -> "Ranker":
+        """``groups[i]`` = task id of row ``i``; rows are reordered by group internally."""
+        import xgboost as xgb
+
+        order = np.argsort(groups, kind="stable")
+        g = np.asarray(groups)[order]
+        labels = np.zeros(len(order), np.int32)
+        for key in np.unique(g):
+            idx = np.nonzero(g == key)[0]
+            labels[idx] = relevance(np.asarray(latencies)[order][idx])
+        _, sizes = np.unique(g, return_counts=True)
+        dtrain = xgb.DMatrix(np.asarray(features, np.float32)[order], label=labels)
+        dtrain.set_group(sizes)  # g is sorted, so groups are contiguous in np.unique order
+        params = {"objective": self.cfg.objective, "max_depth": self.cfg.max_depth, "eta": self.cfg.learning_rate,
+                  "subsample": self.cfg.subsample, "colsample_bytree": self.cfg.colsample_bytree,
+                  "seed": self.cfg.seed, "nthread": self.cfg.n_jobs, "eval_metric": "ndcg@10",
+                  "lambdarank_pair_method": "topk", **self.cfg.extra}
+        self.booster = xgb.train(params, dtrain, num_boost_round=self.cfg.n_estimators)
+        return self
+
+    def predict(self, features: np.ndarray) -> np.ndarray:
+        import xgboost as xgb
+
+        if self.booster is None:
+            raise RuntimeError("the ranker is not trained: call fit() or load()")
+        return self.booster.predict(xgb.DMatrix(np.asarray(features, np.float32)))
+
+    def save(self, path_json: str) -> None:
+        self.booster.save_model(path_json)
+        with open(path_json + ".config", "w") as f:
+            json.dump(asdict(self.cfg), f)
+
+    @classmethod
+    def load(cls, path_json: str) -> "Ranker":
+        import xgboost as xgb
+
+        with open(path_json + ".config") as f:
+            r = cls(RankerConfig(**json.load(f)))
+        r.booster = xgb.Booster()
+        r.booster.load_model(path_json)
+        return r
+

@@ -1,0 +1,42 @@
+"""Ranker labels, training contract and the evaluation metrics."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cwm.model.metrics import ndcg_at_k, pairwise_accuracy, summarize, topk_score
+from cwm.model.ranker import GRADES, Ranker, RankerConfig, relevance
+
+
+def test_relevance_grades():
+    g = relevance(np.array([1.0, 2.0, 8.0, np.inf, np.nan]))
+    assert g.tolist() == [GRADES - 1, GRADES // 2, 1, 0, 0]
+
+
+def test_metrics_perfect_random_and_reversed():
+    lat = np.array([1.0, 2.0, 3.0, 4.0])
+    perfect, reverse = -lat, lat
+    assert pairwise_accuracy(lat, perfect) == 1.0 and pairwise_accuracy(lat, reverse) == 0.0
+    assert ndcg_at_k(lat, perfect) == pytest.approx(1.0) and ndcg_at_k(lat, reverse) < 1.0
+    assert topk_score([(lat, perfect, 1.0)], 1) == 1.0
+    assert topk_score([(lat, reverse, 1.0)], 1) == pytest.approx(0.25)
+    # weighted over tasks: (1*1 + 3*1) / (1*1 + 3*4)
+    assert topk_score([(lat, perfect, 1.0), (lat, reverse, 3.0)], 1) == pytest.approx(4 / 13)
+    s = summarize([(lat, perfect, 1.0)])
+    assert s == {"top1": 1.0, "top5": 1.0, "pairwise_acc": 1.0, "ndcg10": pytest.approx(1.0)}
+
+
+def test_ranker_learns_a_ranking_and_round_trips(tmp_path):
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(400, 5)).astype(np.float32)
+    groups = np.repeat(np.arange(8), 50)
+    lat = np.exp(-x[:, 0] + 0.1 * rng.normal(size=400)) + groups  # faster when x0 large
+    r = Ranker(RankerConfig(n_estimators=50, seed=1)).fit(x, lat, groups)
+    s = r.predict(x)
+    accs = [pairwise_accuracy(lat[groups == g], s[groups == g]) for g in range(8)]
+    assert np.mean(accs) > 0.85
+    r.save(str(tmp_path / "ranker.json"))
+    again = Ranker.load(str(tmp_path / "ranker.json"))
+    assert np.array_equal(again.predict(x), s)
+    same = Ranker(RankerConfig(n_estimators=50, seed=1)).fit(x, lat, groups)
+    assert np.array_equal(same.predict(x), s)  # same seed, same model
