@@ -63,8 +63,8 @@ def _torch_module():
             self.small = nn.ModuleList(nn.Embedding(cfg.small_vocab, h) for _ in SMALL_COLUMNS)
             self.numbers = nn.Linear(NUM_NUMBERS, h)
             self.out = nn.Linear(h, 2 * cfg.dim)
-            with torch.no_grad():  # start near the identity map: small translations
-                self.out.weight.mul_(0.1)
+            with torch.no_grad():  # start with no translation (d = 0); normals stay random
+                self.out.weight[cfg.dim:].zero_()
                 self.out.bias.zero_()
 
         def action_params(self, kind, hashed, small, numbers):
