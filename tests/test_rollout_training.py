@@ -11,7 +11,8 @@ def bag_of_chars_encoder(dim=16, seed=0):
     def encode(texts):
         counts = np.stack([np.bincount(np.frombuffer(t.encode("ascii", "ignore"), np.uint8) % 128, minlength=128)
                            for t in texts]).astype(np.float64)
-        return np.log1p(counts) @ proj
+        z = np.log1p(counts) @ proj
+        return z / np.linalg.norm(z, axis=1, keepdims=True)  # unit vectors, like the real encoder
 
     return encode
 

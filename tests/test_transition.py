@@ -19,13 +19,15 @@ def test_transh_step_is_projection_plus_translation():
 
     from cwm.model.transition import TransH, TransitionConfig
 
-    m = TransH(TransitionConfig(dim=8, hidden=16))
+    m = TransH(TransitionConfig(dim=8, hidden=16, normalize_state=False))
     z = torch.randn(5, 8)
     w = torch.nn.functional.normalize(torch.randn(5, 8), dim=-1)
     d = torch.zeros(5, 8)
     p = m.step(z, w, d)
     assert torch.allclose((p * w).sum(-1), torch.zeros(5), atol=1e-5)  # lands on the hyperplane
     assert torch.allclose(m.step(p, w, d), p, atol=1e-5)  # projecting twice changes nothing
+    unit = TransH(TransitionConfig(dim=8, hidden=16))
+    assert torch.allclose(unit.step(z, w, torch.randn(5, 8)).norm(dim=-1), torch.ones(5), atol=1e-5)
 
 
 def test_padding_keeps_the_state_and_numpy_reference_matches(batch):

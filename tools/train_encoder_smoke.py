@@ -73,8 +73,8 @@ def dataset_groups(root: Path, max_tasks: int, per_group: int, all_tasks: bool) 
             except Exception as e:  # noqa: BLE001 - a trace that does not replay is skipped
                 print(f"  skip a trajectory of {key}: {type(e).__name__}: {e}", file=sys.stderr)
                 continue
-            texts += [s.script() for s in spaced(states, max(2, per_group // min(8, len(trajs))))]
-        texts = list(dict.fromkeys(texts))[:per_group]
+            texts += [s.script() for s in spaced(states, 2 + per_group // min(8, len(trajs)))]
+        texts = spaced(list(dict.fromkeys(texts)), per_group)
         if len(texts) >= 2:
             groups[f"task:{key}:{loader.store.get_task(key).get('name', '')}"] = texts
     return groups
@@ -92,6 +92,7 @@ def main(argv=None) -> int:
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--p-rename", type=float, default=0.5, help="probability a view is renamed")
     ap.add_argument("--per-group", type=int, default=30)
     ap.add_argument("--max-tasks", type=int, default=20)
     ap.add_argument("--all-tasks", action="store_true")
@@ -113,12 +114,13 @@ def main(argv=None) -> int:
     for g, texts in groups.items():
         print(f"  {g:60s} {len(texts):3d} texts, median {sorted(map(len, texts))[len(texts) // 2]} chars")
     cfg = ContrastiveConfig(seed=args.seed, max_steps=args.steps, time_budget_s=args.budget,
-                            warmup_steps=min(20, max(1, args.steps // 10)))
+                            p_rename=args.p_rename, warmup_steps=min(20, max(1, args.steps // 10)))
     enc, metrics = train_encoder(groups, cfg)
     print("\nbefore training:\n" + fmt(metrics.get("before")))
     print("after training:\n" + fmt(metrics["after"]))
     loss = metrics["loss"]
-    print(f"\n{metrics['steps']} steps in {metrics['train_seconds']:.1f}s (stopped by {metrics['stopped_by']}); "
+    print(f"\n{metrics['steps']} steps in {metrics['train_seconds']:.1f}s "
+          f"(stopped by {metrics['stopped_by']}); "
           f"loss first 10 mean {sum(loss[:10]) / max(1, len(loss[:10])):.4f}, "
           f"last 10 mean {sum(loss[-10:]) / max(1, len(loss[-10:])):.4f}")
     out = Path(args.out)

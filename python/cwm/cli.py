@@ -13,6 +13,7 @@ import sys
 COMMANDS = {
     "demo": ("cwm.demo", "tune the tiny ONNX CNN end to end and check it against onnxruntime"),
     "dataset": ("cwm.dataset.cli", "build, collect and inspect the trajectory dataset"),
+    "train": ("cwm.model.cli", "train the world model (encoder, TransH transition, ranker) on the dataset"),
 }
 
 

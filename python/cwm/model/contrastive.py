@@ -166,7 +166,8 @@ def train_encoder(texts_by_group: dict, cfg: ContrastiveConfig | None = None):
     groups = [g for g in sorted(train) if train[g]]
     if len(groups) < 2:
         raise ValueError(f"contrastive training needs at least 2 non-empty groups, got {len(groups)}")
-    prev_det = torch.are_deterministic_algorithms_enabled()
+    prev_det = (torch.are_deterministic_algorithms_enabled(),
+                torch.is_deterministic_algorithms_warn_only_enabled())
     torch.use_deterministic_algorithms(True, warn_only=True)
     try:
         random.seed(cfg.seed)
@@ -217,13 +218,14 @@ def train_encoder(texts_by_group: dict, cfg: ContrastiveConfig | None = None):
             torch.nn.utils.clip_grad_norm_(enc.parameters(), 1.0)
             opt.step()
             sched.step()
-            metrics["loss"].append(loss.item())
+            value = loss.item()
+            metrics["loss"].append(value)
             if cfg.log_every and (step % cfg.log_every == 0 or step == cfg.max_steps - 1):
-                print(f"step {step:4d}  loss {float(loss):.4f}  lr {sched.get_last_lr()[0]:.2e}  "
+                print(f"step {step:4d}  loss {value:.4f}  lr {sched.get_last_lr()[0]:.2e}  "
                       f"{time.monotonic() - t0:6.1f}s", flush=True)
         metrics.update(steps=len(metrics["loss"]), train_seconds=time.monotonic() - t0, stopped_by=stopped)
         enc.eval()
         metrics["after"] = evaluate()
         return enc, metrics
     finally:
-        torch.use_deterministic_algorithms(prev_det)
+        torch.use_deterministic_algorithms(prev_det[0], warn_only=prev_det[1])

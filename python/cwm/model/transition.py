@@ -8,6 +8,12 @@ product per layer, ReLU and a normalisation so that the C++ core can evaluate th
 weights exactly (issue #5); :func:`rollout_numpy` is the NumPy reference of that path.
 
 Padded steps (``kind == <pad>``) leave the state unchanged.
+
+``normalize_state`` (default on) puts each new state back on the unit sphere:
+``z_t = n(z - (w.z) w + d)`` with ``n(x) = x / |x|``. The encoder's states are unit vectors,
+and TransH keeps entity embeddings in the unit ball for the same reason; without it, the
+translations of a 40-60 action rollout accumulate and training diverges (measured: rollout
+distance 11.4 vs 0.19 for "no transition" on early data).
 """
 from __future__ import annotations
 
@@ -30,6 +36,7 @@ class TransitionConfig:
     hidden: int = 256
     hash_buckets: int = 1024
     small_vocab: int = 32
+    normalize_state: bool = True
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -79,7 +86,10 @@ def _torch_module():
             return w, d
 
         def step(self, z, w, d):
-            return z - (w * z).sum(-1, keepdim=True) * w + d
+            z = z - (w * z).sum(-1, keepdim=True) * w + d
+            if self.cfg.normalize_state:
+                z = z / z.norm(dim=-1, keepdim=True).clamp_min(1e-6)
+            return z
 
         def forward(self, z0, kind, hashed, small, numbers, return_all: bool = False):
             """Roll ``z0 [B, D]`` through actions ``[B, T, ...]``; ``ẑ_T`` or all ``[B, T+1, D]``."""
@@ -145,6 +155,8 @@ def rollout_numpy(z0: np.ndarray, ints: np.ndarray, numbers: np.ndarray, weights
     for t in range(ints.shape[1]):
         live = (kind[:, t] != 0)[:, None]
         step = z - (w[:, t] * z).sum(-1, keepdims=True) * w[:, t] + d[:, t]
+        if cfg.normalize_state:
+            step = step / np.maximum(np.linalg.norm(step, axis=-1, keepdims=True), 1e-6)
         z = np.where(live, step, z)
         if return_all:
             out.append(z)

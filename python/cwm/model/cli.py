@@ -1,0 +1,34 @@
+"""``python -m cwm train``: train the world model and write a versioned model directory."""
+from __future__ import annotations
+
+import argparse
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data", default="data/dataset", help="dataset root")
+    parser.add_argument("--out", required=True, help="model directory to write")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--encoder-steps", type=int, default=None)
+    parser.add_argument("--encoder-time", type=float, default=None, help="seconds")
+    parser.add_argument("--rollout-trajectories", type=int, default=None)
+    parser.add_argument("--threads", type=int, default=2, help="torch threads")
+
+
+def main(argv) -> int:
+    parser = argparse.ArgumentParser(prog="python -m cwm train")
+    add_arguments(parser)
+    args = parser.parse_args(argv)
+    import torch
+
+    from cwm.model.train import TrainConfig, train_world_model
+
+    torch.set_num_threads(args.threads)
+    cfg = TrainConfig(seed=args.seed)
+    if args.encoder_steps is not None:
+        cfg.encoder_steps = args.encoder_steps
+    if args.encoder_time is not None:
+        cfg.encoder_time_s = args.encoder_time
+    if args.rollout_trajectories is not None:
+        cfg.rollout_trajectories = args.rollout_trajectories
+    train_world_model(args.data, args.out, cfg)
+    return 0

@@ -1,0 +1,128 @@
+"""``cwm train``: train the world model on the training split of the dataset, write a model dir.
+
+Phases (each with a step/time budget, all seeded): (1) tokenizer + contrastive encoder on
+states of the training tasks (groups = tasks); (2) TransH by multi-step rollout against the
+frozen encoder; (3) LambdaRank ranker on ``[ẑ_T, action stats, hardware]`` of every training
+trajectory, one group per task. Held-out (test) tasks are never read.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import random
+import time
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from cwm.model.ranker import RankerConfig
+from cwm.model.rollout_training import RolloutConfig
+from cwm.model.transition import TransitionConfig
+
+
+@dataclass
+class TrainConfig:
+    seed: int = 0
+    # (1) encoder
+    states_per_task: int = 16  # contrastive texts per training task
+    encoder_steps: int = 400
+    encoder_time_s: float = 1800.0
+    # (2) transition
+    rollout_trajectories: int = 1500
+    rollout: RolloutConfig = field(default_factory=RolloutConfig)
+    transition: TransitionConfig = field(default_factory=TransitionConfig)
+    # (3) ranker
+    ranker: RankerConfig = field(default_factory=RankerConfig)
+
+
+def _training_trajectories(loader, seed: int):
+    by_task = {}
+    for key in loader.task_keys("train"):
+        trajs = [t for t in loader.trajectories(key) if t.latency is not None]
+        if len(trajs) >= 2:
+            by_task[key] = trajs
+    if len(by_task) < 2:
+        raise ValueError(f"need at least 2 training tasks with measured records, found {len(by_task)}")
+    return by_task
+
+
+def _contrastive_groups(by_task: dict, per_task: int, seed: int) -> dict:
+    rng = random.Random(seed)
+    groups = {}
+    for key, trajs in by_task.items():
+        texts = {trajs[0].initial_text}
+        for t in rng.sample(trajs, min(len(trajs), max(1, per_task // 3))):
+            states = t.states()
+            for k in {len(states) // 2, len(states) - 1}:
+                texts.add(states[k].script())
+        groups[key] = sorted(texts)[:per_task]
+    return groups
+
+
+def _data_hash(loader) -> dict:
+    manifest = loader.store.manifest()
+    shards = {k: v["sha256"] for k, v in manifest.get("shards", {}).items() if k in set(loader.task_keys("train"))}
+    return {"train_shards": len(shards), "sha256": hashlib.sha256(json.dumps(shards, sort_keys=True).encode()).hexdigest()}
+
+
+def train_world_model(root, out_dir, cfg: TrainConfig = TrainConfig(), log=print) -> dict:
+    import torch
+
+    from cwm.dataset.loader import DatasetLoader
+    from cwm.model.contrastive import ContrastiveConfig, train_encoder
+    from cwm.model.encoder import EncoderConfig
+    from cwm.model.ranker import Ranker
+    from cwm.model.rollout_training import build_rollout_data, rollout_error, train_transition
+    from cwm.model.world_model import WorldModel
+
+    t_start = time.time()
+    torch.manual_seed(cfg.seed)
+    loader = DatasetLoader(root)
+    by_task = _training_trajectories(loader, cfg.seed)
+    n_traj = sum(len(v) for v in by_task.values())
+    log(f"training tasks: {len(by_task)}, trajectories: {n_traj}")
+
+    groups = _contrastive_groups(by_task, cfg.states_per_task, cfg.seed)
+    ccfg = ContrastiveConfig(seed=cfg.seed, encoder=EncoderConfig(out_dim=cfg.transition.dim),
+                             max_steps=cfg.encoder_steps, time_budget_s=cfg.encoder_time_s, log_every=0,
+                             eval_robustness=False)
+    encoder, enc_metrics = train_encoder(groups, ccfg)
+    encoder.eval()
+    log(f"encoder: {enc_metrics['steps']} steps, retrieval {enc_metrics['after'].get('retrieval_acc')}")
+
+    def encode(texts):
+        with torch.no_grad():
+            return encoder.encode(texts).numpy()
+
+    rng = random.Random(cfg.seed)
+    per_task = max(1, cfg.rollout_trajectories // len(by_task))
+    sample = [t for trajs in by_task.values() for t in rng.sample(trajs, min(per_task, len(trajs)))]
+    data = build_rollout_data(sample, encode, cfg.rollout)
+    transition, history = train_transition(data, cfg.transition, cfg.rollout, log=lambda *_: None)
+    roll_metrics = rollout_error(transition, data, cfg.transition)
+    log(f"transition: {len(history)} epochs, {roll_metrics}")
+
+    model = WorldModel(encoder, transition, cfg.transition, None)
+    feats, lats, groups_idx = [], [], []
+    from cwm import native
+    from cwm.tuning.target import host_target
+
+    for gi, (key, trajs) in enumerate(sorted(by_task.items())):
+        fb = native.featurize_batch([t.trace for t in trajs])
+        z0 = model.z0(loader.workload(key))
+        feats.append(model.features(model.rollout(z0, fb), fb, loader.store.manifest().get("target") or
+                                    json.loads(str(host_target()))))
+        lats.append([t.latency for t in trajs])
+        groups_idx.append(np.full(len(trajs), gi))
+    model.ranker = Ranker(cfg.ranker).fit(np.concatenate(feats), np.concatenate(lats), np.concatenate(groups_idx))
+    metrics = {"encoder": {k: v for k, v in enc_metrics.items() if k != "loss"}, "transition": roll_metrics,
+               "ranker_rows": int(sum(len(x) for x in lats)), "train_tasks": len(by_task),
+               "wall_s": round(time.time() - t_start, 1)}
+    model.meta = {"config": _jsonable(asdict(cfg)), "training_data": _data_hash(loader), "metrics": _jsonable(metrics)}
+    model.save(out_dir)
+    log(f"wrote {out_dir} in {metrics['wall_s']} s")
+    return metrics
+
+
+def _jsonable(x):
+    return json.loads(json.dumps(x, default=lambda o: o.tolist() if hasattr(o, "tolist") else str(o)))

@@ -1,0 +1,112 @@
+"""The world model as one object: encoder ``E``, TransH transition ``F``, LambdaRank ranker.
+
+Scoring a task's candidates: ``z_0 = E(workload)`` once per workload (cached), then for each
+candidate its canonical action arrays are rolled out ``ẑ_T = F(...F(z_0, a_1)..., a_T)``, and
+the ranker scores ``[ẑ_T, action statistics, hardware features]``. Higher = predicted faster.
+
+Model directory (``save``/``load``)::
+
+    manifest.json          format, version, configs, feature names, vocabulary, training data, metrics
+    encoder/               StateEncoder.save (safetensors + tokenizer)
+    transition.safetensors TransH weights
+    ranker.json            XGBoost model (+ ranker.json.config)
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from cwm.actions.vocab import KINDS
+from cwm.model import action_stats
+from cwm.model.transition import TransitionConfig
+
+FORMAT, VERSION = "cwm-world-model", 1
+
+
+def feature_names(dim: int) -> list[str]:
+    return [f"z{i}" for i in range(dim)] + list(action_stats.NAMES) + list(action_stats.HW_FEATURES)
+
+
+class WorldModel:
+    def __init__(self, encoder, transition, tcfg: TransitionConfig, ranker, meta: dict | None = None):
+        self.encoder, self.transition, self.tcfg, self.ranker = encoder, transition, tcfg, ranker
+        self.meta = meta or {}
+        self._z0: dict[str, np.ndarray] = {}
+
+    # ----------------------------------------------------------------- pieces
+    def z0(self, workload) -> np.ndarray:
+        """``E(s_0)`` of an unscheduled workload (IRModule), cached by structural hash."""
+        from cwm.frontends.tasks import task_key
+
+        key = task_key(workload)
+        if key not in self._z0:
+            import torch
+
+            with torch.no_grad():
+                self._z0[key] = self.encoder.encode([workload.script()]).numpy()[0].astype(np.float32)
+        return self._z0[key]
+
+    def rollout(self, z0: np.ndarray, fb) -> np.ndarray:
+        """``ẑ_T`` for every trace of a :class:`FeatureBatch`, from one ``z0 [D]``."""
+        import torch
+
+        from cwm.model.transition import tensors
+
+        z = torch.from_numpy(np.repeat(z0[None], fb.ints.shape[0], 0))
+        with torch.no_grad():
+            return self.transition(z, *tensors(fb, self.tcfg)).numpy()
+
+    def features(self, z_t: np.ndarray, fb, target) -> np.ndarray:
+        stats = action_stats.sequence_stats(fb.ints, fb.numbers, fb.lengths)
+        hw = np.repeat(action_stats.hardware_features(target)[None], len(stats), 0)
+        return np.concatenate([z_t.astype(np.float32), stats, hw], 1)
+
+    def score(self, workload, traces, target) -> np.ndarray:
+        """Scores of candidate traces (JSON texts) of one workload; higher = predicted faster."""
+        from cwm import native
+
+        fb = native.featurize_batch(traces)
+        return self.ranker.predict(self.features(self.rollout(self.z0(workload), fb), fb, target))
+
+    # ------------------------------------------------------------------ files
+    def save(self, directory) -> None:
+        from safetensors.numpy import save_file
+
+        d = Path(directory)
+        d.mkdir(parents=True, exist_ok=True)
+        self.encoder.save(d / "encoder")
+        save_file({k: v.detach().cpu().numpy() for k, v in self.transition.state_dict().items()},
+                  str(d / "transition.safetensors"))
+        self.ranker.save(str(d / "ranker.json"))
+        manifest = {"format": FORMAT, "version": VERSION, "transition": self.tcfg.to_dict(),
+                    "feature_names": feature_names(self.tcfg.dim), "action_kinds": list(KINDS), **self.meta}
+        (d / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
+
+    @classmethod
+    def load(cls, directory) -> "WorldModel":
+        import torch
+        from safetensors.torch import load_file
+
+        from cwm.model.encoder import StateEncoder
+        from cwm.model.ranker import Ranker
+        from cwm.model.transition import TransH
+
+        d = Path(directory)
+        if not (d / "manifest.json").exists():
+            raise FileNotFoundError(f"{d} is not a CWM model directory (no manifest.json)")
+        manifest = json.loads((d / "manifest.json").read_text())
+        if manifest.get("format") != FORMAT or manifest.get("version") != VERSION:
+            raise ValueError(f"{d}: model format {manifest.get('format')} v{manifest.get('version')}, "
+                             f"this cwm reads {FORMAT} v{VERSION}")
+        if manifest.get("action_kinds") != list(KINDS):
+            raise ValueError(f"{d}: the model was trained with another action vocabulary; retrain it")
+        tcfg = TransitionConfig(**manifest["transition"])
+        transition = TransH(tcfg)
+        transition.load_state_dict(load_file(str(d / "transition.safetensors")))
+        transition.eval()
+        encoder = StateEncoder.load(d / "encoder")
+        encoder.eval()
+        meta = {k: v for k, v in manifest.items() if k not in ("format", "version", "transition")}
+        return cls(encoder, transition, tcfg, Ranker.load(str(d / "ranker.json")), meta)
