@@ -92,7 +92,7 @@ def main(argv=None) -> int:
     ap.add_argument("--steps", type=int, default=300)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--threads", type=int, default=1)
-    ap.add_argument("--p-rename", type=float, default=0.5, help="probability a view is renamed")
+    ap.add_argument("--p-rename", type=float, default=0.8, help="probability a view is renamed")
     ap.add_argument("--per-group", type=int, default=30)
     ap.add_argument("--max-tasks", type=int, default=20)
     ap.add_argument("--all-tasks", action="store_true")

@@ -58,7 +58,7 @@ class ContrastiveConfig:
     max_steps: int = 200
     time_budget_s: float | None = 300.0
     holdout_frac: float = 0.2
-    p_rename: float = 0.5
+    p_rename: float = 0.8
     train_max_windows: int | None = 2
     eval_max_per_group: int = 12
     eval_before: bool = True

@@ -27,6 +27,7 @@ class TrainConfig:
     states_per_task: int = 16  # contrastive texts per training task
     encoder_steps: int = 400
     encoder_time_s: float = 1800.0
+    encoder_eval: bool = True  # retrieval metrics before/after contrastive training (costs encodes)
     # (2) transition
     rollout_trajectories: int = 1500
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
@@ -85,10 +86,10 @@ def train_world_model(root, out_dir, cfg: TrainConfig = TrainConfig(), log=print
     groups = _contrastive_groups(by_task, cfg.states_per_task, cfg.seed)
     ccfg = ContrastiveConfig(seed=cfg.seed, encoder=EncoderConfig(out_dim=cfg.transition.dim),
                              max_steps=cfg.encoder_steps, time_budget_s=cfg.encoder_time_s, log_every=0,
-                             eval_robustness=False)
+                             eval_robustness=False, eval_before=cfg.encoder_eval)
     encoder, enc_metrics = train_encoder(groups, ccfg)
     encoder.eval()
-    log(f"encoder: {enc_metrics['steps']} steps, retrieval {enc_metrics['after'].get('retrieval_acc')}")
+    log(f"encoder: {enc_metrics['steps']} steps, after: {enc_metrics.get('after')}")
 
     def encode(texts):
         with torch.no_grad():
