@@ -32,3 +32,35 @@ def main(argv) -> int:
         cfg.rollout_trajectories = args.rollout_trajectories
     train_world_model(args.data, args.out, cfg)
     return 0
+
+
+def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--data", default="data/dataset", help="dataset root")
+    parser.add_argument("--model", required=True, help="model directory (from `cwm train`)")
+    parser.add_argument("--out", default="bench/results/ranking.json")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=2, help="torch threads")
+
+
+def eval_main(argv) -> int:
+    """``python -m cwm eval``: rank the held-out test tasks' candidates with every model."""
+    parser = argparse.ArgumentParser(prog="python -m cwm eval")
+    add_eval_arguments(parser)
+    args = parser.parse_args(argv)
+    import json
+    import os
+    import platform
+
+    import torch
+
+    from cwm.model.evaluate import evaluate
+
+    torch.set_num_threads(args.threads)
+    result = evaluate(args.data, args.model, seed=args.seed)
+    result.update(machine=f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
+                  date=__import__("datetime").date.today().isoformat(), model=args.model)
+    os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump(result, f, indent=2, default=float)
+    print(f"wrote {args.out}")
+    return 0

@@ -1,0 +1,84 @@
+"""Offline ranking evaluation on the held-out test tasks (``cwm eval``).
+
+Every model ranks the measured candidates of each test task; metrics come from
+:mod:`cwm.model.metrics`. Models compared (issue #4), all trained on the same training split:
+
+* ``cwm``           - the world model: ranker on the rolled-out ``ẑ_T`` + action stats + hardware
+* ``no_transition`` - the same ranker recipe on ``E(s_0)`` + action stats (no rollout)
+* ``static_final``  - the same ranker recipe on ``E(s_T)`` of the real final TIR (a static snapshot)
+* ``random``        - uniform random scores (seeded)
+* ``ms_xgb``, ``sequence_only`` - MetaSchedule's XGBModel and a TLP-style sequence model:
+  not implemented yet (reported as missing, never faked)
+
+Scoring time per candidate is measured around each model's scoring call on the test tasks.
+"""
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+
+def _task_arrays(loader, keys, min_valid: int = 2):
+    from cwm import native
+
+    out = []
+    for key in keys:
+        trajs = loader.trajectories(key)
+        lat = np.array([t.latency if t.latency is not None else np.inf for t in trajs], np.float64)
+        if np.isfinite(lat).sum() < min_valid:
+            continue
+        meta = loader.store.get_task(key)
+        out.append({"key": key, "trajs": trajs, "lat": lat, "fb": native.featurize_batch([t.trace for t in trajs]),
+                    "weight": float(sum(meta.get("networks", {}).values()) or 1.0)})
+    return out
+
+
+def _encode_states(model, trajs, which: str) -> np.ndarray:
+    import torch
+
+    texts = [t.initial_text if which == "initial" else t.final_text for t in trajs]
+    with torch.no_grad():
+        return model.encoder.encode(texts).numpy()
+
+
+def evaluate(root, model_dir, seed: int = 0, log=print) -> dict:
+    from cwm.dataset.loader import DatasetLoader
+    from cwm.model.metrics import summarize
+    from cwm.model.ranker import Ranker
+    from cwm.model.world_model import WorldModel
+
+    loader = DatasetLoader(root)
+    model = WorldModel.load(model_dir)
+    target = loader.store.manifest().get("target") or {"kind": "llvm"}
+    train = _task_arrays(loader, loader.task_keys("train"))
+    test = _task_arrays(loader, loader.task_keys("test"))
+    if not test:
+        raise ValueError("no held-out test task has measured records yet")
+    log(f"train tasks {len(train)}, test tasks {len(test)}, test candidates {sum(len(t['lat']) for t in test)}")
+    results, n_test = {}, sum(len(t["lat"]) for t in test)
+
+    def run(name, score_fn):
+        start = time.perf_counter()
+        scores = [score_fn(t) for t in test]
+        us = (time.perf_counter() - start) / n_test * 1e6
+        results[name] = {**summarize([(t["lat"], s, t["weight"]) for t, s in zip(test, scores)]),
+                         "score_us_per_candidate": us}
+        log(f"{name}: {results[name]}")
+
+    run("cwm", lambda t: model.score(loader.workload(t["key"]), [x.trace for x in t["trajs"]], target))
+
+    for name, which in (("no_transition", "initial"), ("static_final", "final")):
+        def feats(t, which=which):
+            z = _encode_states(model, t["trajs"][:1] if which == "initial" else t["trajs"], which)
+            z = np.repeat(z, len(t["trajs"]), 0) if which == "initial" else z
+            return model.features(z, t["fb"], target)
+
+        rows = [feats(t) for t in train]
+        ranker = Ranker(model.ranker.cfg).fit(np.concatenate(rows), np.concatenate([t["lat"] for t in train]),
+                                              np.concatenate([np.full(len(t["lat"]), i) for i, t in enumerate(train)]))
+        run(name, lambda t, f=feats, r=ranker: r.predict(f(t)))
+
+    rng = np.random.default_rng(seed)
+    run("random", lambda t: rng.random(len(t["lat"])))
+    return {"models": results, "test_tasks": len(test), "missing": ["ms_xgb", "sequence_only"]}
