@@ -4,8 +4,11 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <mutex>
+
 #include "canonical.h"
 #include "featurize.h"
+#include "transition.h"
 #include "version.h"
 #include "vocab.h"
 
@@ -51,6 +54,91 @@ py::tuple CanonicalActions(const std::string& trace) {
   return py::make_tuple(actions, ct.unknown_kinds, ct.num_insts);
 }
 
+using F32 = py::array_t<float, py::array::c_style | py::array::forcecast>;
+using I32 = py::array_t<int32_t, py::array::c_style | py::array::forcecast>;
+
+std::string ShapeOf(const py::array& a) {
+  std::string s = "(";
+  for (py::ssize_t i = 0; i < a.ndim(); ++i) s += (i ? ", " : "") + std::to_string(a.shape(i));
+  return s + (a.ndim() == 1 ? ",)" : ")");
+}
+
+template <typename A>
+std::vector<float> Flat(const A& a, std::vector<py::ssize_t> shape, const char* name) {
+  bool ok = a.ndim() == static_cast<py::ssize_t>(shape.size());
+  for (size_t i = 0; ok && i < shape.size(); ++i) ok = a.shape(i) == shape[i];
+  if (!ok) {
+    std::string want = "(";
+    for (size_t i = 0; i < shape.size(); ++i) want += (i ? ", " : "") + std::to_string(shape[i]);
+    throw py::value_error(std::string(name) + " must have shape " + want + "), got " + ShapeOf(a));
+  }
+  return std::vector<float>(a.data(), a.data() + a.size());
+}
+
+class TransitionCore {
+ public:
+  TransitionCore(py::dict weights, int dim, int hash_buckets, int small_vocab, bool normalize_state) {
+    auto get = [&](const char* k) {
+      if (!weights.contains(k)) throw py::value_error(std::string("transition weights lack '") + k + "'");
+      return F32::ensure(weights[k]);
+    };
+    F32 kind = get("kind"), out_w = get("out_w");
+    if (kind.ndim() != 2 || out_w.ndim() != 2) throw py::value_error("kind and out_w must be 2-D");
+    w_.dim = dim, w_.hash_buckets = hash_buckets, w_.small_vocab = small_vocab, w_.normalize_state = normalize_state;
+    w_.num_kinds = static_cast<int>(kind.shape(0)), w_.hidden = static_cast<int>(kind.shape(1));
+    py::ssize_t H = w_.hidden;
+    w_.kind = Flat(kind, {w_.num_kinds, H}, "kind");
+    w_.hashed = Flat(get("hashed"), {cwm::kHashColumns, hash_buckets, H}, "hashed");
+    w_.small = Flat(get("small"), {cwm::kSmallColumns, small_vocab, H}, "small");
+    w_.numbers_w = Flat(get("numbers_w"), {H, cwm::kNumNumbers}, "numbers_w");
+    w_.numbers_b = Flat(get("numbers_b"), {H}, "numbers_b");
+    w_.out_w = Flat(out_w, {2 * dim, H}, "out_w");
+    w_.out_b = Flat(get("out_b"), {2 * dim}, "out_b");
+    try {
+      w_.Check();
+    } catch (const std::invalid_argument& e) {
+      throw py::value_error(e.what());
+    }
+  }
+
+  py::array_t<float> Rollout(const py::array& z0_in, const py::array& ints_in, const py::array& nums_in,
+                             bool all_states, int num_threads) {
+    if (!py::isinstance<py::array_t<float>>(z0_in) || !py::isinstance<py::array_t<float>>(nums_in))
+      throw py::value_error("z0 and numbers must be float32 arrays");
+    if (!py::isinstance<py::array_t<int32_t>>(ints_in)) throw py::value_error("ints must be an int32 array");
+    F32 z0 = F32::ensure(z0_in), nums = F32::ensure(nums_in);
+    I32 ints = I32::ensure(ints_in);
+    if (ints.ndim() != 3 || ints.shape(2) != cwm::kIntColumns)
+      throw py::value_error("ints must have shape (batch, steps, " + std::to_string(cwm::kIntColumns) + "), got " +
+                            ShapeOf(ints));
+    py::ssize_t B = ints.shape(0), T = ints.shape(1), D = w_.dim;
+    if (z0.ndim() != 2 || z0.shape(0) != B || z0.shape(1) != D)
+      throw py::value_error("z0 must have shape (" + std::to_string(B) + ", " + std::to_string(D) + "), got " +
+                            ShapeOf(z0));
+    if (nums.ndim() != 3 || nums.shape(0) != B || nums.shape(1) != T || nums.shape(2) != cwm::kNumNumbers)
+      throw py::value_error("numbers must have shape (" + std::to_string(B) + ", " + std::to_string(T) + ", " +
+                            std::to_string(cwm::kNumNumbers) + "), got " + ShapeOf(nums));
+    std::vector<py::ssize_t> shape = all_states ? std::vector<py::ssize_t>{B, T + 1, D} : std::vector<py::ssize_t>{B, D};
+    py::array_t<float> out(shape);
+    const float *zp = z0.data(), *np_ = nums.data();
+    const int32_t* ip = ints.data();
+    float* op = out.mutable_data();
+    {
+      py::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(mu_);  // the action cache is shared by calls
+      cwm::Rollout(w_, zp, ip, np_, static_cast<int>(B), static_cast<int>(T), all_states, op, num_threads, &cache_);
+    }
+    return out;
+  }
+
+ size_t cache_size() const { return cache_.size(); }
+
+ private:
+  cwm::TransitionWeights w_;
+  cwm::ActionParamCache cache_;
+  std::mutex mu_;
+};
+
 }  // namespace
 
 PYBIND11_MODULE(_native, m) {
@@ -64,6 +152,13 @@ PYBIND11_MODULE(_native, m) {
   m.def("num_numbers", [] { return cwm::kNumNumbers; });
   m.def("featurize_batch", &FeaturizeBatch, py::arg("traces"), py::arg("num_threads") = 1,
         "Trace JSON texts -> (ints[B,T,C] int32, numbers[B,T,N] float32, lengths[B], unknown[B])");
+  py::class_<TransitionCore>(m, "TransitionCore")
+      .def(py::init<py::dict, int, int, int, bool>(), py::arg("weights"), py::arg("dim"), py::arg("hash_buckets"),
+           py::arg("small_vocab"), py::arg("normalize_state"))
+      .def("rollout", &TransitionCore::Rollout, py::arg("z0"), py::arg("ints"), py::arg("numbers"),
+           py::arg("all_states") = false, py::arg("num_threads") = 1,
+           "z0 [B,D] f32, ints [B,T,14] i32, numbers [B,T,10] f32 -> z_T [B,D] (or all states [B,T+1,D])")
+      .def_property_readonly("cache_size", &TransitionCore::cache_size);
   m.def("canonical_actions", &CanonicalActions, py::arg("trace"),
         "Trace JSON text -> (actions, unknown_kinds, num_insts); for parity tests and debugging");
 }

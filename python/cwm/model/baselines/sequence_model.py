@@ -1,0 +1,274 @@
+"""Baseline (e) of the offline ranking evaluation: *sequence only* (TLP-style, no latent state).
+
+TLP (Zhai et al., ASPLOS'23) embeds the sequence of schedule primitives and runs a sequence
+encoder to predict a score, without looking at the program. Here:
+
+* each action row (the arrays of :mod:`cwm.actions.featurize`) is embedded exactly like the
+  TransH action encoder of :mod:`cwm.model.transition`: kind + six hashed columns + seven
+  small-int columns (one embedding table each, via :func:`~cwm.model.transition.action_indices`)
+  plus a linear map of the :func:`~cwm.model.transition.log_scale`-d numbers, summed;
+* a small sequence encoder over the valid steps: a unidirectional GRU (default) or a
+  TransformerEncoder with sinusoidal positions and a key-padding mask;
+* masked mean + max pooling over the valid steps, an MLP head -> one scalar score.
+
+Training is listwise-within-task: every step takes a group of candidates of *one* task and
+applies a pairwise logistic loss on all pairs with different measured latency (failed
+candidates, latency inf/NaN, rank below every measured one; failed-vs-failed pairs are
+ignored). ``loss="lambdarank"`` additionally weights each pair by ``|ΔNDCG|`` of swapping it
+(gains ``2^grade - 1`` from :func:`cwm.model.ranker.relevance`); the default ``"pairwise"``
+weights every pair by 1 plus that term, so pairs within one relevance grade still count.
+
+Determinism: everything (init, shuffling, dropout) is seeded from ``seed`` inside a forked
+torch RNG, and training runs with ``threads`` intra-op threads, so the same seed gives the
+same scores - as long as the ``epochs`` limit, not the wall-clock ``time_budget_s``, ends
+training (the budget is checked between steps; hitting it makes the step count, and so the
+model, depend on the machine's speed).
+
+Scores depend on nothing but a candidate's own valid steps: sequences are trimmed to the
+longest valid length of each scoring chunk and pooling is masked; the GRU is causal, and the
+Transformer masks padded keys. So padding (or batching with longer traces) does not change a
+candidate's score beyond float round-off.
+"""
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass
+
+import numpy as np
+
+from cwm.actions.featurize import NUM_NUMBERS
+from cwm.actions.vocab import KINDS
+from cwm.model.ranker import relevance
+from cwm.model.transition import HASH_COLUMNS, SMALL_COLUMNS, TransitionConfig, action_indices, log_scale
+
+
+@dataclass(frozen=True)
+class SequenceConfig:
+    encoder: str = "gru"  # "gru" | "transformer"
+    dim: int = 64
+    layers: int = 1  # GRU layers / Transformer layers (the task suggests 2 for a Transformer)
+    heads: int = 4
+    dropout: float = 0.1
+    hash_buckets: int = 1024
+    small_vocab: int = 32
+    lr: float = 2e-3
+    weight_decay: float = 1e-4
+    group_size: int = 64  # candidates of one task per training step
+    loss: str = "pairwise"  # "pairwise" (1 + |ΔNDCG| per pair) | "lambdarank" (|ΔNDCG| only)
+    grad_clip: float = 1.0
+    threads: int = 1
+    score_batch: int = 1024
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def _torch_module():
+    import torch
+    from torch import nn
+
+    class SequenceScorer(nn.Module):
+        def __init__(self, cfg: SequenceConfig):
+            super().__init__()
+            self.cfg = cfg
+            d = cfg.dim
+            self.kind = nn.Embedding(len(KINDS), d)
+            self.hashed = nn.ModuleList(nn.Embedding(cfg.hash_buckets, d) for _ in HASH_COLUMNS)
+            self.small = nn.ModuleList(nn.Embedding(cfg.small_vocab, d) for _ in SMALL_COLUMNS)
+            self.numbers = nn.Linear(NUM_NUMBERS, d)
+            self.norm = nn.LayerNorm(d)
+            self.drop = nn.Dropout(cfg.dropout)
+            if cfg.encoder == "gru":
+                self.seq = nn.GRU(d, d, num_layers=cfg.layers, batch_first=True,
+                                  dropout=cfg.dropout if cfg.layers > 1 else 0.0)
+            elif cfg.encoder == "transformer":
+                layer = nn.TransformerEncoderLayer(d, cfg.heads, 2 * d, cfg.dropout, batch_first=True,
+                                                   norm_first=True)
+                self.seq = nn.TransformerEncoder(layer, cfg.layers, enable_nested_tensor=False)
+            else:
+                raise ValueError(f"unknown encoder {cfg.encoder!r} (gru | transformer)")
+            self.head = nn.Sequential(nn.Linear(2 * d, d), nn.ReLU(), nn.Dropout(cfg.dropout), nn.Linear(d, 1))
+
+        def embed(self, kind, hashed, small, numbers):
+            """The TransH action embedding: sum of per-column embeddings + linear(log numbers)."""
+            x = self.kind(kind) + self.numbers(numbers)
+            for j, emb in enumerate(self.hashed):
+                x = x + emb(hashed[..., j])
+            for j, emb in enumerate(self.small):
+                x = x + emb(small[..., j])
+            return self.drop(self.norm(x))
+
+        def forward(self, kind, hashed, small, numbers, lengths):
+            """Scores ``[B]`` of actions ``[B, T, ...]`` with ``lengths [B]`` valid steps."""
+            t = kind.shape[1]
+            valid = torch.arange(t)[None, :] < lengths[:, None]  # [B, T]
+            x = self.embed(kind, hashed, small, numbers)
+            if self.cfg.encoder == "gru":
+                h, _ = self.seq(x)  # causal: valid steps never see the padding after them
+            else:
+                pos = torch.arange(t, dtype=torch.float32)[:, None]
+                freq = torch.exp(torch.arange(0, self.cfg.dim, 2, dtype=torch.float32)
+                                 * (-math.log(10000.0) / self.cfg.dim))
+                pe = torch.zeros(t, self.cfg.dim)
+                pe[:, 0::2] = torch.sin(pos * freq)
+                pe[:, 1::2] = torch.cos(pos * freq)
+                h = self.seq(x + pe, src_key_padding_mask=~valid)
+            m = valid.unsqueeze(-1).to(h.dtype)
+            mean = (h * m).sum(1) / m.sum(1).clamp_min(1.0)
+            mx = h.masked_fill(~valid.unsqueeze(-1), float("-inf")).amax(1)
+            mx = torch.where(torch.isfinite(mx), mx, torch.zeros_like(mx))  # empty traces
+            return self.head(torch.cat([mean, mx], -1)).squeeze(-1)
+
+    return SequenceScorer
+
+
+_MODULE = None
+
+
+def _inputs(fb, cfg: SequenceConfig):
+    """NumPy ``(kind, hashed, small, numbers, lengths)`` of a FeatureBatch."""
+    kind, hashed, small = action_indices(fb.ints, TransitionConfig(hash_buckets=cfg.hash_buckets,
+                                                                    small_vocab=cfg.small_vocab))
+    return (kind, hashed, small, log_scale(fb.numbers).astype(np.float32),
+            np.asarray(fb.lengths, np.int64))
+
+
+def _to_torch(arrays, idx):
+    """Rows ``idx`` of the input arrays as tensors, trimmed to their longest valid length."""
+    import torch
+
+    kind, hashed, small, numbers, lengths = arrays
+    t = max(int(lengths[idx].max()) if len(idx) else 0, 1)
+    return (torch.from_numpy(np.ascontiguousarray(kind[idx, :t])),
+            torch.from_numpy(np.ascontiguousarray(hashed[idx, :t])),
+            torch.from_numpy(np.ascontiguousarray(small[idx, :t])),
+            torch.from_numpy(np.ascontiguousarray(numbers[idx, :t])),
+            torch.from_numpy(lengths[idx]))
+
+
+def _pair_loss(scores, lat: np.ndarray, loss: str):
+    """Pairwise logistic loss within one group; ``lat`` inf/NaN = failed (ranked last)."""
+    import torch
+
+    lat = np.where(np.isfinite(lat) & (lat > 0), lat, np.inf)
+    a, b = lat[:, None], lat[None, :]
+    with np.errstate(invalid="ignore"):
+        better = (a < b)  # i strictly faster than j (any measured beats failed; inf vs inf -> False)
+    if not better.any():
+        return None
+    better_t = torch.from_numpy(better)
+    diff = scores[:, None] - scores[None, :]  # s_i - s_j, want > 0 where better
+    # |ΔNDCG| of swapping i and j under the current ranking (LambdaRank weights)
+    gains = torch.from_numpy(2.0 ** relevance(lat) - 1).to(scores.dtype)
+    with torch.no_grad():
+        rank = torch.empty_like(scores)
+        rank[torch.argsort(-scores)] = torch.arange(len(scores), dtype=scores.dtype)
+        disc = 1.0 / torch.log2(rank + 2.0)
+        idcg = (torch.sort(gains, descending=True).values / torch.log2(torch.arange(len(gains)) + 2.0)).sum()
+        dndcg = (gains[:, None] - gains[None, :]).abs() * (disc[:, None] - disc[None, :]).abs() / idcg.clamp_min(1e-9)
+        w = dndcg * len(scores) if loss == "lambdarank" else 1.0 + dndcg * len(scores)
+        w = w * better_t
+    if float(w.sum()) <= 0:
+        return None
+    return (torch.nn.functional.softplus(-diff) * w).sum() / w.sum()
+
+
+class SequenceBaseline:
+    """TLP-style ranking model on the action tokens only (``sequence_only`` in ``cwm eval``)."""
+
+    def __init__(self, seed: int = 0, epochs: int = 40, time_budget_s: float = 150.0, log=None, **hparams):
+        self.seed = seed
+        self.epochs = epochs
+        self.time_budget_s = time_budget_s
+        self.cfg = SequenceConfig(**hparams)
+        self.log = log
+        self.model = None
+        self.history: list[float] = []  # mean training loss per epoch
+        self.steps = 0
+
+    def _threads(self):
+        import torch
+
+        prev = torch.get_num_threads()
+        torch.set_num_threads(self.cfg.threads)
+        return prev
+
+    def fit(self, train_tasks) -> "SequenceBaseline":
+        import torch
+
+        global _MODULE
+        if _MODULE is None:
+            _MODULE = _torch_module()
+        tasks = []
+        for t in train_tasks:
+            lat = np.asarray(t["lat"], np.float64)
+            if len(lat) >= 2 and (np.isfinite(lat) & (lat > 0)).any():
+                tasks.append((_inputs(t["fb"], self.cfg), lat))
+        if not tasks:
+            raise ValueError("no training task with at least two candidates and one measured latency")
+        prev = self._threads()
+        start = time.perf_counter()
+        try:
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(self.seed)
+                rng = np.random.default_rng(self.seed)
+                self.model = _MODULE(self.cfg)
+                opt = torch.optim.AdamW(self.model.parameters(), lr=self.cfg.lr, weight_decay=self.cfg.weight_decay)
+                self.model.train()
+                out_of_time = False
+                for epoch in range(self.epochs):
+                    groups = []
+                    for ti, (_, lat) in enumerate(tasks):
+                        perm = rng.permutation(len(lat))
+                        n_groups = max(1, round(len(lat) / self.cfg.group_size))
+                        groups += [(ti, g) for g in np.array_split(perm, n_groups) if len(g) >= 2]
+                    order = rng.permutation(len(groups))
+                    losses = []
+                    for gi in order:
+                        if time.perf_counter() - start > self.time_budget_s:
+                            out_of_time = True
+                            break
+                        ti, idx = groups[gi]
+                        arrays, lat = tasks[ti]
+                        scores = self.model(*_to_torch(arrays, idx))
+                        loss = _pair_loss(scores, lat[idx], self.cfg.loss)
+                        if loss is None:
+                            continue
+                        opt.zero_grad()
+                        loss.backward()
+                        torch.nn.utils.clip_grad_norm_(self.model.parameters(), self.cfg.grad_clip)
+                        opt.step()
+                        self.steps += 1
+                        losses.append(float(loss.detach()))
+                    if losses:
+                        self.history.append(float(np.mean(losses)))
+                    if self.log:
+                        self.log(f"epoch {epoch}: loss {self.history[-1] if self.history else float('nan'):.4f} "
+                                 f"({time.perf_counter() - start:.1f}s)")
+                    if out_of_time:
+                        break
+        finally:
+            torch.set_num_threads(prev)
+        self.model.eval()
+        self.fit_seconds = time.perf_counter() - start
+        return self
+
+    def score(self, task) -> np.ndarray:
+        """One score per candidate of ``task`` (``task["fb"]``); higher = predicted faster."""
+        import torch
+
+        if self.model is None:
+            raise RuntimeError("the sequence baseline is not trained: call fit() first")
+        arrays = _inputs(task["fb"], self.cfg)
+        n = len(arrays[0])
+        out = np.zeros(n, np.float64)
+        prev = self._threads()
+        try:
+            with torch.no_grad():
+                for s in range(0, n, self.cfg.score_batch):
+                    idx = np.arange(s, min(n, s + self.cfg.score_batch))
+                    out[idx] = self.model(*_to_torch(arrays, idx)).double().numpy()
+        finally:
+            torch.set_num_threads(prev)
+        return out

@@ -1,0 +1,51 @@
+// Batched TransH rollout: z_t = n(z - (w_a . z) w_a + d_a), the native twin of
+// cwm.model.transition.rollout_numpy (the specification) for trained weights.
+#pragma once
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace cwm {
+
+struct TransitionWeights {
+  int dim = 0, hidden = 0, hash_buckets = 0, small_vocab = 0, num_kinds = 0;
+  bool normalize_state = true;
+  std::vector<float> kind;       // [num_kinds, hidden]
+  std::vector<float> hashed;     // [6, hash_buckets, hidden]
+  std::vector<float> small;      // [7, small_vocab, hidden]
+  std::vector<float> numbers_w;  // [hidden, 10]
+  std::vector<float> numbers_b;  // [hidden]
+  std::vector<float> out_w;      // [2 * dim, hidden]
+  std::vector<float> out_b;      // [2 * dim]
+  void Check() const;            // throws std::invalid_argument on inconsistent sizes
+};
+
+constexpr int kHashColumns = 6;   // op0_hash op1_hash operands_hash op0_base_hash str0_hash str1_hash
+constexpr int kSmallColumns = 7;  // phase n_operands op0_axis op0_part op0_depth n_numbers n_strings
+
+// Action parameters (w, d) depend only on the action row, so they are computed once per
+// distinct row and kept here across calls (bounded; cleared when full). Not thread-safe:
+// Rollout fills it on the calling thread before any worker thread reads it.
+class ActionParamCache {
+ public:
+  explicit ActionParamCache(size_t max_entries = 1 << 16) : max_entries_(max_entries) {}
+  size_t size() const { return index_.size(); }
+  void clear() { index_.clear(), params_.clear(); }
+
+ private:
+  friend void Rollout(const struct TransitionWeights&, const float*, const int32_t*, const float*, int, int, bool,
+                      float*, int, ActionParamCache*);
+  size_t max_entries_;
+  std::unordered_map<std::string, size_t> index_;  // row bytes -> offset in params_
+  std::vector<double> params_;                       // [w (dim), d (dim)] per entry
+};
+
+// Rolls `batch` states z0 [batch, dim] through actions ints [batch, steps, kIntColumns] and
+// numbers [batch, steps, kNumNumbers]; writes z_T [batch, dim] or, with all_states, every
+// state [batch, steps + 1, dim] into `out`. Rows with kind == <pad> keep the state.
+void Rollout(const TransitionWeights& w, const float* z0, const int32_t* ints, const float* numbers, int batch,
+             int steps, bool all_states, float* out, int num_threads = 1, ActionParamCache* cache = nullptr);
+
+}  // namespace cwm

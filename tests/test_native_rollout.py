@@ -1,0 +1,95 @@
+"""Native batched TransH rollout against the NumPy reference (the specification)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from cwm import native
+from cwm.actions.featurize import INT_COLUMNS, NUM_NUMBERS
+from cwm.actions.vocab import KINDS
+from cwm.model.transition import TransitionConfig, rollout_numpy
+
+
+def _weights(cfg: TransitionConfig, rng):
+    h, d = cfg.hidden, cfg.dim
+    return {"kind": rng.normal(size=(len(KINDS), h)), "hashed": rng.normal(size=(6, cfg.hash_buckets, h)) * 0.3,
+            "small": rng.normal(size=(7, cfg.small_vocab, h)) * 0.3, "numbers_w": rng.normal(size=(h, NUM_NUMBERS)) * 0.3,
+            "numbers_b": rng.normal(size=h), "out_w": rng.normal(size=(2 * d, h)) / np.sqrt(h),
+            "out_b": rng.normal(size=2 * d) * 0.1}
+
+
+def _actions(rng, b, t, lengths):
+    ints = np.zeros((b, t, len(INT_COLUMNS)), np.int32)
+    nums = np.zeros((b, t, NUM_NUMBERS), np.float32)
+    for i, n in enumerate(lengths):
+        ints[i, :n, 0] = rng.integers(2, len(KINDS), n)
+        ints[i, :n, 1:] = rng.integers(-1, 2 ** 31 - 1, (n, len(INT_COLUMNS) - 1)) % np.array(
+            [2, 40, 2 ** 31 - 1, 2 ** 31 - 1, 2 ** 31 - 1, 2 ** 31 - 1, 20, 8, 30, 2 ** 31 - 1, 2 ** 31 - 1, 40, 4])
+        nums[i, :n] = rng.choice([0, 1, 2, 16, 64, 512, -1, 0.5], (n, NUM_NUMBERS))
+    return ints, nums
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("normalize", [True, False])
+def test_parity_random_shapes_padding_and_empty(seed, normalize):
+    rng = np.random.default_rng(seed)
+    cfg = TransitionConfig(dim=int(rng.integers(4, 40)), hidden=int(rng.integers(8, 64)),
+                           hash_buckets=int(rng.integers(16, 300)), small_vocab=int(rng.integers(8, 40)),
+                           normalize_state=normalize)
+    w = _weights(cfg, rng)
+    b, t = int(rng.integers(1, 12)), int(rng.integers(0, 30))
+    lengths = rng.integers(0, t + 1, b) if t else np.zeros(b, int)
+    lengths[0] = 0  # an empty sequence
+    ints, nums = _actions(rng, b, t, lengths)
+    z0 = rng.normal(size=(b, cfg.dim)).astype(np.float32)
+    core = native.transition_core(w, cfg)
+    for all_states in (False, True):
+        ref = rollout_numpy(z0, ints, nums, w, cfg, return_all=all_states)
+        for threads in (1, 2):
+            got = core.rollout(z0, ints, nums, all_states=all_states, num_threads=threads)
+            assert got.shape == ref.shape and got.dtype == np.float32
+            assert np.abs(got - ref).max() <= 1e-5
+    assert np.array_equal(core.rollout(z0, ints, nums)[0], z0[0])  # empty sequence: z_T = z_0
+
+
+def test_parity_with_a_trained_style_model_on_real_traces(trace_records):
+    import torch
+
+    from cwm.actions import featurize_batch
+    from cwm.model.transition import TransH, numpy_weights, tensors
+
+    torch.manual_seed(0)
+    cfg = TransitionConfig(dim=32, hidden=64, hash_buckets=128)
+    m = TransH(cfg).eval()
+    with torch.no_grad():
+        m.out.weight.normal_(0, 0.05)  # non-zero translations
+    fb = featurize_batch([r["trace"] for r in trace_records[::9]])
+    z0 = np.random.default_rng(0).normal(size=(fb.ints.shape[0], cfg.dim)).astype(np.float32)
+    got = native.transition_core(numpy_weights(m), cfg).rollout(z0, fb.ints, fb.numbers)
+    ref = rollout_numpy(z0, fb.ints, fb.numbers, numpy_weights(m), cfg)
+    with torch.no_grad():
+        tz = m(torch.from_numpy(z0), *tensors(fb, cfg)).numpy()
+    assert np.abs(got - ref).max() <= 1e-5
+    assert np.abs(got - tz).max() <= 1e-4  # float32 torch vs float64 reference
+
+
+def test_bad_shapes_and_dtypes_raise_value_error():
+    rng = np.random.default_rng(0)
+    cfg = TransitionConfig(dim=8, hidden=16, hash_buckets=32, small_vocab=8)
+    core = native.transition_core(_weights(cfg, rng), cfg)
+    ints, nums = _actions(rng, 3, 5, [5, 2, 0])
+    z0 = np.zeros((3, 8), np.float32)
+    with pytest.raises(ValueError, match=r"z0 must have shape \(3, 8\)"):
+        core.rollout(np.zeros((3, 7), np.float32), ints, nums)
+    with pytest.raises(ValueError, match=r"numbers must have shape \(3, 5, 10\)"):
+        core.rollout(z0, ints, nums[:, :4])
+    with pytest.raises(ValueError, match=r"ints must have shape \(batch, steps, 14\)"):
+        core.rollout(z0, ints[..., :3], nums)
+    with pytest.raises(ValueError, match="int32"):
+        core.rollout(z0, ints.astype(np.int64), nums)
+    with pytest.raises(ValueError, match="float32"):
+        core.rollout(z0.astype(np.float64), ints, nums)
+    bad = _weights(cfg, rng)
+    bad["out_b"] = bad["out_b"][:3]
+    with pytest.raises(ValueError, match="out_b must have shape"):
+        native.transition_core(bad, cfg)
