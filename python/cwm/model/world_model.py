@@ -34,6 +34,7 @@ class WorldModel:
         self.encoder, self.transition, self.tcfg, self.ranker = encoder, transition, tcfg, ranker
         self.meta = meta or {}
         self._z0: dict[str, np.ndarray] = {}
+        self._core = None  # native TransH evaluator, built on first use
 
     # ----------------------------------------------------------------- pieces
     def z0(self, workload) -> np.ndarray:
@@ -48,15 +49,15 @@ class WorldModel:
                 self._z0[key] = self.encoder.encode([workload.script()]).numpy()[0].astype(np.float32)
         return self._z0[key]
 
-    def rollout(self, z0: np.ndarray, fb) -> np.ndarray:
-        """``ẑ_T`` for every trace of a :class:`FeatureBatch`, from one ``z0 [D]``."""
-        import torch
+    def rollout(self, z0: np.ndarray, fb, num_threads: int = 1) -> np.ndarray:
+        """``ẑ_T`` for every trace of a :class:`FeatureBatch`, from one ``z0 [D]`` (native core)."""
+        if self._core is None:
+            from cwm import native
+            from cwm.model.transition import numpy_weights
 
-        from cwm.model.transition import tensors
-
-        z = torch.from_numpy(np.repeat(z0[None], fb.ints.shape[0], 0))
-        with torch.no_grad():
-            return self.transition(z, *tensors(fb, self.tcfg)).numpy()
+            self._core = native.transition_core(numpy_weights(self.transition), self.tcfg)
+        z = np.ascontiguousarray(np.repeat(z0[None].astype(np.float32), fb.ints.shape[0], 0))
+        return self._core.rollout(z, fb.ints, fb.numbers, num_threads=num_threads)
 
     def features(self, z_t: np.ndarray, fb, target) -> np.ndarray:
         stats = action_stats.sequence_stats(fb.ints, fb.numbers, fb.lengths)
