@@ -1,0 +1,114 @@
+"""Scoring throughput: native end-to-end vs the Python reference vs MetaSchedule's XGBModel.predict.
+
+All three score the same candidates (recorded real conv2d traces, tiled to the batch size)
+in one run, on one thread each:
+
+* ``native``: ``WorldModel.score``: C++ featurisation + C++ TransH rollout (cached ``z_0``) +
+  the XGBoost ranker through XGBoost's own library - what the tuner calls;
+* ``reference``: the pure-Python featuriser + NumPy rollout + the same ranker;
+* ``ms_xgb``: ``XGBModel.predict`` (per-store feature extraction + XGBoost) on candidates that
+  already exist as schedules (as in tuning: replay time not counted), trained on the fixture.
+
+``rollout_per_s`` isolates the transition: native core vs NumPy reference. ``--model`` is a
+trained model directory (``cwm train``).
+
+    python bench/scoring.py --model models/cwm   ->  bench/results/scoring.json
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from common import machine, today, write_result  # noqa: E402
+
+DATA = os.path.join(HERE, "..", "tests", "data", "traces.jsonl.gz")
+BATCHES = (1, 64, 2048)
+WORKLOAD = "conv2d_64x56x56_3x3"
+
+
+def rate(fn, batch: int, min_s: float = 1.0) -> float:
+    fn(batch)  # warm-up (caches, lazy imports)
+    done, start = 0, time.perf_counter()
+    while time.perf_counter() - start < min_s:
+        fn(batch)
+        done += batch
+    return done / (time.perf_counter() - start)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", required=True)
+    ap.add_argument("--out", default="scoring.json")
+    args = ap.parse_args(argv)
+    import torch
+
+    torch.set_num_threads(1)
+    from cwm import workloads
+    from cwm.actions import featurize_batch
+    from cwm.dataset.loader import Trajectory
+    from cwm.model.baselines.ms_xgb import MsXgbBaseline
+    from cwm.model.transition import numpy_weights, rollout_numpy
+    from cwm.model.world_model import WorldModel
+    from cwm.tuning.target import host_target
+
+    recs = [json.loads(line) for line in gzip.open(DATA, "rt")]
+    recs = [r for r in recs if r["workload"] == WORKLOAD and r["source"] == "tuning"]
+    mod, target = workloads.get(WORKLOAD), json.loads(str(host_target()))
+    pool = [recs[i % len(recs)]["trace"] for i in range(max(BATCHES))]
+    wm = WorldModel.load(args.model)
+    z0 = wm.z0(mod)
+    weights = numpy_weights(wm.transition)
+
+    def native(b):
+        wm.score(mod, pool[:b], target)
+
+    def reference(b):
+        fb = featurize_batch(pool[:b])
+        z = rollout_numpy(np.repeat(z0[None], b, 0), fb.ints, fb.numbers, weights, wm.tcfg)
+        wm.ranker.predict(wm.features(z.astype(np.float32), fb, target))
+
+    task = {"key": WORKLOAD, "trajs": [Trajectory(WORKLOAD, r, mod) for r in recs], "fb": featurize_batch(
+        [r["trace"] for r in recs]), "weight": 1.0,
+        "lat": np.array([np.median(r["run_secs"]) if r["run_secs"] else np.inf for r in recs])}
+    ms = MsXgbBaseline(target, seed=0, num_threads=1).fit([task], lambda _: mod)
+    ctx = ms._context(WORKLOAD, mod)
+    cands = [ms._candidate(mod, t) for t in pool[:len(recs)]]
+    cand_pool = [cands[i % len(cands)] for i in range(max(BATCHES))]
+
+    def ms_xgb(b):
+        ms.model.predict(ctx, cand_pool[:b])
+
+    fb_all = featurize_batch(pool)
+    z_all = np.ascontiguousarray(np.repeat(z0[None], len(pool), 0))
+
+    def rollout_native(b):
+        wm.rollout(z0, type(fb_all)(fb_all.ints[:b], fb_all.numbers[:b], fb_all.lengths[:b], fb_all.unknown[:b]))
+
+    def rollout_ref(b):
+        rollout_numpy(z_all[:b], fb_all.ints[:b], fb_all.numbers[:b], weights, wm.tcfg)
+
+    out = {"candidates_per_s": {}, "rollout_per_s": {}}
+    for name, fn in (("native", native), ("reference", reference), ("ms_xgb", ms_xgb)):
+        out["candidates_per_s"][name] = {str(b): round(rate(fn, b), 1) for b in BATCHES}
+        print(name, out["candidates_per_s"][name], flush=True)
+    for name, fn in (("native", rollout_native), ("reference", rollout_ref)):
+        out["rollout_per_s"][name] = {str(b): round(rate(fn, b), 1) for b in BATCHES}
+        print("rollout", name, out["rollout_per_s"][name], flush=True)
+    c, r = out["candidates_per_s"], out["rollout_per_s"]
+    out["ratios"] = {"native_vs_ms_xgb": {b: round(c["native"][b] / c["ms_xgb"][b], 1) for b in c["native"]},
+                     "rollout_native_vs_reference": {b: round(r["native"][b] / r["reference"][b], 1) for b in r["native"]}}
+    out.update(model=args.model, workload=WORKLOAD, machine=machine(), date=today())
+    print(json.dumps(out["ratios"]))
+    print("wrote", write_result(args.out, out))
+
+
+if __name__ == "__main__":
+    main()
