@@ -60,27 +60,37 @@ def _torch_module():
     import torch
     from torch import nn
 
+    class ActionEmbedding(nn.Module):
+        """Sum of per-column embeddings of an action row plus a linear map of its log numbers."""
+
+        def __init__(self, dim: int, hash_buckets: int, small_vocab: int):
+            super().__init__()
+            self.kind = nn.Embedding(len(KINDS), dim)
+            self.hashed = nn.ModuleList(nn.Embedding(hash_buckets, dim) for _ in HASH_COLUMNS)
+            self.small = nn.ModuleList(nn.Embedding(small_vocab, dim) for _ in SMALL_COLUMNS)
+            self.numbers = nn.Linear(NUM_NUMBERS, dim)
+
+        def forward(self, kind, hashed, small, numbers):
+            x = self.kind(kind) + self.numbers(numbers)
+            for j, emb in enumerate(self.hashed):
+                x = x + emb(hashed[..., j])
+            for j, emb in enumerate(self.small):
+                x = x + emb(small[..., j])
+            return x
+
     class TransH(nn.Module):
         def __init__(self, cfg: TransitionConfig):
             super().__init__()
             self.cfg = cfg
-            h = cfg.hidden
-            self.kind = nn.Embedding(len(KINDS), h)
-            self.hashed = nn.ModuleList(nn.Embedding(cfg.hash_buckets, h) for _ in HASH_COLUMNS)
-            self.small = nn.ModuleList(nn.Embedding(cfg.small_vocab, h) for _ in SMALL_COLUMNS)
-            self.numbers = nn.Linear(NUM_NUMBERS, h)
-            self.out = nn.Linear(h, 2 * cfg.dim)
+            self.embed = ActionEmbedding(cfg.hidden, cfg.hash_buckets, cfg.small_vocab)
+            self.out = nn.Linear(cfg.hidden, 2 * cfg.dim)
             with torch.no_grad():  # start with no translation (d = 0); normals stay random
                 self.out.weight[cfg.dim:].zero_()
                 self.out.bias.zero_()
 
         def action_params(self, kind, hashed, small, numbers):
             """``(w, d)``, each ``[..., dim]``; ``w`` has unit norm."""
-            x = self.kind(kind) + self.numbers(numbers)
-            for j, emb in enumerate(self.hashed):
-                x = x + emb(hashed[..., j])
-            for j, emb in enumerate(self.small):
-                x = x + emb(small[..., j])
+            x = self.embed(kind, hashed, small, numbers)
             w_raw, d = self.out(torch.relu(x)).split(self.cfg.dim, dim=-1)
             w = w_raw / w_raw.norm(dim=-1, keepdim=True).clamp_min(1e-6)
             return w, d
@@ -102,18 +112,27 @@ def _torch_module():
                     out.append(z)
             return torch.stack(out, 1) if return_all else z
 
-    return TransH
+    return ActionEmbedding, TransH
 
 
-_TRANSH = None
+_CLASSES = None
+
+
+def _classes():
+    global _CLASSES
+    if _CLASSES is None:
+        _CLASSES = _torch_module()
+    return _CLASSES
+
+
+def ActionEmbedding(dim: int, hash_buckets: int, small_vocab: int):  # noqa: N802 (torch imported lazily)
+    """The action-row embedding shared by TransH and the sequence baseline (a ``torch.nn.Module``)."""
+    return _classes()[0](dim, hash_buckets, small_vocab)
 
 
 def TransH(cfg: TransitionConfig = TransitionConfig()):  # noqa: N802 (a factory: torch imported lazily)
     """The TransH transition model as a ``torch.nn.Module``."""
-    global _TRANSH
-    if _TRANSH is None:
-        _TRANSH = _torch_module()
-    return _TRANSH(cfg)
+    return _classes()[1](cfg)
 
 
 def tensors(fb, cfg: TransitionConfig):
@@ -129,10 +148,10 @@ def numpy_weights(model) -> dict[str, np.ndarray]:
     """The weights the native rollout needs, as float32 arrays (names are the contract)."""
     sd = {k: v.detach().cpu().numpy().astype(np.float32) for k, v in model.state_dict().items()}
     return {
-        "kind": sd["kind.weight"],
-        "hashed": np.stack([sd[f"hashed.{j}.weight"] for j in range(len(HASH_COLUMNS))]),
-        "small": np.stack([sd[f"small.{j}.weight"] for j in range(len(SMALL_COLUMNS))]),
-        "numbers_w": sd["numbers.weight"], "numbers_b": sd["numbers.bias"],
+        "kind": sd["embed.kind.weight"],
+        "hashed": np.stack([sd[f"embed.hashed.{j}.weight"] for j in range(len(HASH_COLUMNS))]),
+        "small": np.stack([sd[f"embed.small.{j}.weight"] for j in range(len(SMALL_COLUMNS))]),
+        "numbers_w": sd["embed.numbers.weight"], "numbers_b": sd["embed.numbers.bias"],
         "out_w": sd["out.weight"], "out_b": sd["out.bias"],
     }
 

@@ -37,10 +37,8 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from cwm.actions.featurize import NUM_NUMBERS
-from cwm.actions.vocab import KINDS
 from cwm.model.ranker import relevance
-from cwm.model.transition import HASH_COLUMNS, SMALL_COLUMNS, TransitionConfig, action_indices, log_scale
+from cwm.model.transition import ActionEmbedding, TransitionConfig, action_indices, log_scale
 
 
 @dataclass(frozen=True)
@@ -73,10 +71,7 @@ def _torch_module():
             super().__init__()
             self.cfg = cfg
             d = cfg.dim
-            self.kind = nn.Embedding(len(KINDS), d)
-            self.hashed = nn.ModuleList(nn.Embedding(cfg.hash_buckets, d) for _ in HASH_COLUMNS)
-            self.small = nn.ModuleList(nn.Embedding(cfg.small_vocab, d) for _ in SMALL_COLUMNS)
-            self.numbers = nn.Linear(NUM_NUMBERS, d)
+            self.actions = ActionEmbedding(d, cfg.hash_buckets, cfg.small_vocab)
             self.norm = nn.LayerNorm(d)
             self.drop = nn.Dropout(cfg.dropout)
             if cfg.encoder == "gru":
@@ -91,13 +86,8 @@ def _torch_module():
             self.head = nn.Sequential(nn.Linear(2 * d, d), nn.ReLU(), nn.Dropout(cfg.dropout), nn.Linear(d, 1))
 
         def embed(self, kind, hashed, small, numbers):
-            """The TransH action embedding: sum of per-column embeddings + linear(log numbers)."""
-            x = self.kind(kind) + self.numbers(numbers)
-            for j, emb in enumerate(self.hashed):
-                x = x + emb(hashed[..., j])
-            for j, emb in enumerate(self.small):
-                x = x + emb(small[..., j])
-            return self.drop(self.norm(x))
+            """The TransH action embedding (shared module), normalised."""
+            return self.drop(self.norm(self.actions(kind, hashed, small, numbers)))
 
         def forward(self, kind, hashed, small, numbers, lengths):
             """Scores ``[B]`` of actions ``[B, T, ...]`` with ``lengths [B]`` valid steps."""
