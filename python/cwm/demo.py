@@ -2,7 +2,7 @@
 
 Steps: export :mod:`cwm.frontends.tiny_cnn` to ONNX; import it with
 ``tvm.relax.frontend.onnx.from_onnx``; fuse (:func:`cwm.tuning.relax_model.fuse`); tune every
-extracted task with MetaSchedule's XGBoost cost model and cwm's in-process builder/runner;
+extracted task with MetaSchedule's XGBoost cost model and cwm's default (worker-pool) builder/runner;
 compile; ``export_library``; reload the ``.so`` in a fresh ``relax.VirtualMachine``; compare
 with onnxruntime; print a table. Exits 1 when the tuned library's output does not match.
 
