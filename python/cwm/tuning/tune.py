@@ -1,10 +1,11 @@
 """``tune_tir``: MetaSchedule's ``tune_tir`` with cwm's fast defaults, and what it found.
 
-Defaults: the host target with ``mcpu`` (:mod:`cwm.tuning.target`), the in-process
-builder/runner and the small-population search of :class:`~cwm.tuning.settings.FastSettings`,
-MetaSchedule's XGBoost cost model. 64 trials of a 256^3 matmul on 2 vCPUs (znver5,
-``bench/fast_tuning.py``): 21 s, best 142 us; stock ``ms.tune_tir``: 70 s, best 676 us (on a
-slower znver3 box stock produced no valid record in 600 s: every build timed out).
+Defaults: the host target with ``mcpu`` (:mod:`cwm.tuning.target`), the worker-pool
+builder/runner with timeouts and the small-population search of
+:class:`~cwm.tuning.settings.FastSettings`, MetaSchedule's XGBoost cost model. 64 trials of a
+256^3 matmul on 2 vCPUs (znver5, ``bench/fast_tuning.py``, idle machine): 14.0 s, best 142 us;
+stock ``ms.tune_tir``: 57.7 s, best 665 us (on a slower znver3 box stock produced no valid
+record in 600 s: every build timed out).
 """
 from __future__ import annotations
 
