@@ -6,6 +6,7 @@
 
 #include <mutex>
 
+#include "action_stats.h"
 #include "canonical.h"
 #include "featurize.h"
 #include "transition.h"
@@ -139,6 +140,32 @@ class TransitionCore {
   std::mutex mu_;
 };
 
+py::array_t<float> SequenceStatsPy(const py::array& ints_in, const py::array& nums_in, const py::array& len_in) {
+  if (!py::isinstance<py::array_t<int32_t>>(ints_in) || !py::isinstance<py::array_t<int32_t>>(len_in))
+    throw py::value_error("ints and lengths must be int32 arrays");
+  if (!py::isinstance<py::array_t<float>>(nums_in)) throw py::value_error("numbers must be a float32 array");
+  I32 ints = I32::ensure(ints_in), lengths = I32::ensure(len_in);
+  F32 nums = F32::ensure(nums_in);
+  if (ints.ndim() != 3 || ints.shape(2) != cwm::kIntColumns)
+    throw py::value_error("ints must have shape (batch, steps, " + std::to_string(cwm::kIntColumns) + "), got " +
+                          ShapeOf(ints));
+  py::ssize_t B = ints.shape(0), T = ints.shape(1);
+  if (nums.ndim() != 3 || nums.shape(0) != B || nums.shape(1) != T || nums.shape(2) != cwm::kNumNumbers)
+    throw py::value_error("numbers must have shape (" + std::to_string(B) + ", " + std::to_string(T) + ", " +
+                          std::to_string(cwm::kNumNumbers) + "), got " + ShapeOf(nums));
+  if (lengths.ndim() != 1 || lengths.shape(0) != B)
+    throw py::value_error("lengths must have shape (" + std::to_string(B) + ",), got " + ShapeOf(lengths));
+  py::array_t<float> out({B, static_cast<py::ssize_t>(cwm::NumSequenceStats())});
+  const int32_t *ip = ints.data(), *lp = lengths.data();
+  const float* np_ = nums.data();
+  float* op = out.mutable_data();
+  {
+    py::gil_scoped_release release;
+    cwm::SequenceStats(ip, np_, lp, static_cast<int>(B), static_cast<int>(T), op);
+  }
+  return out;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(_native, m) {
@@ -159,6 +186,8 @@ PYBIND11_MODULE(_native, m) {
            py::arg("all_states") = false, py::arg("num_threads") = 1,
            "z0 [B,D] f32, ints [B,T,14] i32, numbers [B,T,10] f32 -> z_T [B,D] (or all states [B,T+1,D])")
       .def_property_readonly("cache_size", &TransitionCore::cache_size);
+  m.def("sequence_stats", &SequenceStatsPy, py::arg("ints"), py::arg("numbers"), py::arg("lengths"),
+        "Ranker features of action sequences (twin of cwm.model.action_stats.sequence_stats)");
   m.def("canonical_actions", &CanonicalActions, py::arg("trace"),
         "Trace JSON text -> (actions, unknown_kinds, num_insts); for parity tests and debugging");
 }

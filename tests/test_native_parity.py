@@ -97,3 +97,17 @@ def test_api_version_mismatch_is_detected(monkeypatch):
     monkeypatch.setattr(native, "NATIVE_API_VERSION", _native.api_version() + 1)
     with pytest.raises(native.NativeCoreError, match="native API"):
         native.load()
+
+
+def test_sequence_stats_identical_to_reference(trace_records):
+    from cwm.model.action_stats import NAMES, sequence_stats
+
+    fb = featurize_batch([r["trace"] for r in trace_records] + [json.dumps(HANDMADE), "[[], []]"])
+    ref = sequence_stats(fb.ints, fb.numbers, fb.lengths)
+    nat = native.sequence_stats(fb)
+    assert nat.shape == ref.shape == (len(trace_records) + 2, len(NAMES)) and nat.dtype == np.float32
+    assert np.abs(nat - ref).max() <= 1e-6
+    counts = [i for i, n in enumerate(NAMES) if n.startswith("count_") or n in ("length", "n_postproc", "n_splits")]
+    assert np.array_equal(nat[:, counts], ref[:, counts])  # integral features exactly
+    with pytest.raises(ValueError, match="lengths must have shape"):
+        native.load().sequence_stats(fb.ints, fb.numbers, fb.lengths[:-1])

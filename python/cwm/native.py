@@ -83,3 +83,9 @@ def transition_core(weights: dict, cfg):
     """A native TransH evaluator holding ``weights`` (from ``cwm.model.transition.numpy_weights``)."""
     return load().TransitionCore({k: np.ascontiguousarray(v, np.float32) for k, v in weights.items()},
                                  cfg.dim, cfg.hash_buckets, cfg.small_vocab, cfg.normalize_state)
+
+
+def sequence_stats(fb) -> np.ndarray:
+    """Native twin of :func:`cwm.model.action_stats.sequence_stats` for a :class:`FeatureBatch`."""
+    return load().sequence_stats(np.ascontiguousarray(fb.ints, np.int32), np.ascontiguousarray(fb.numbers, np.float32),
+                                 np.ascontiguousarray(fb.lengths, np.int32))

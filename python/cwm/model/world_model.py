@@ -22,7 +22,7 @@ from cwm.actions.vocab import KINDS
 from cwm.model import action_stats
 from cwm.model.transition import TransitionConfig
 
-FORMAT, VERSION = "cwm-world-model", 1
+FORMAT, VERSION = "cwm-world-model", 2  # 2: TransH action embedding under "embed."
 
 
 def feature_names(dim: int) -> list[str]:
@@ -60,7 +60,9 @@ class WorldModel:
         return self._core.rollout(z, fb.ints, fb.numbers, num_threads=num_threads)
 
     def features(self, z_t: np.ndarray, fb, target) -> np.ndarray:
-        stats = action_stats.sequence_stats(fb.ints, fb.numbers, fb.lengths)
+        from cwm import native
+
+        stats = native.sequence_stats(fb)  # identical to action_stats.sequence_stats (parity-tested)
         hw = np.repeat(action_stats.hardware_features(target)[None], len(stats), 0)
         return np.concatenate([z_t.astype(np.float32), stats, hw], 1)
 
