@@ -76,6 +76,18 @@ std::vector<float> Flat(const A& a, std::vector<py::ssize_t> shape, const char* 
   return std::vector<float>(a.data(), a.data() + a.size());
 }
 
+// Checks ints [B, T, kIntColumns] and numbers [B, T, kNumNumbers]; returns T.
+py::ssize_t CheckActionArrays(const I32& ints, const F32& nums) {
+  if (ints.ndim() != 3 || ints.shape(2) != cwm::kIntColumns)
+    throw py::value_error("ints must have shape (batch, steps, " + std::to_string(cwm::kIntColumns) + "), got " +
+                          ShapeOf(ints));
+  py::ssize_t B = ints.shape(0), T = ints.shape(1);
+  if (nums.ndim() != 3 || nums.shape(0) != B || nums.shape(1) != T || nums.shape(2) != cwm::kNumNumbers)
+    throw py::value_error("numbers must have shape (" + std::to_string(B) + ", " + std::to_string(T) + ", " +
+                          std::to_string(cwm::kNumNumbers) + "), got " + ShapeOf(nums));
+  return T;
+}
+
 class TransitionCore {
  public:
   TransitionCore(py::dict weights, int dim, int hash_buckets, int small_vocab, bool normalize_state) {
@@ -109,16 +121,13 @@ class TransitionCore {
     if (!py::isinstance<py::array_t<int32_t>>(ints_in)) throw py::value_error("ints must be an int32 array");
     F32 z0 = F32::ensure(z0_in), nums = F32::ensure(nums_in);
     I32 ints = I32::ensure(ints_in);
-    if (ints.ndim() != 3 || ints.shape(2) != cwm::kIntColumns)
-      throw py::value_error("ints must have shape (batch, steps, " + std::to_string(cwm::kIntColumns) + "), got " +
-                            ShapeOf(ints));
-    py::ssize_t B = ints.shape(0), T = ints.shape(1), D = w_.dim;
-    if (z0.ndim() != 2 || z0.shape(0) != B || z0.shape(1) != D)
+    py::ssize_t B = ints.ndim() == 3 ? ints.shape(0) : 0, D = w_.dim;
+    if (z0.ndim() != 2 || z0.shape(0) != B || z0.shape(1) != D) {
+      CheckActionArrays(ints, nums);  // a bad ints array is named first
       throw py::value_error("z0 must have shape (" + std::to_string(B) + ", " + std::to_string(D) + "), got " +
                             ShapeOf(z0));
-    if (nums.ndim() != 3 || nums.shape(0) != B || nums.shape(1) != T || nums.shape(2) != cwm::kNumNumbers)
-      throw py::value_error("numbers must have shape (" + std::to_string(B) + ", " + std::to_string(T) + ", " +
-                            std::to_string(cwm::kNumNumbers) + "), got " + ShapeOf(nums));
+    }
+    py::ssize_t T = CheckActionArrays(ints, nums);
     std::vector<py::ssize_t> shape = all_states ? std::vector<py::ssize_t>{B, T + 1, D} : std::vector<py::ssize_t>{B, D};
     py::array_t<float> out(shape);
     const float *zp = z0.data(), *np_ = nums.data();
@@ -146,13 +155,7 @@ py::array_t<float> SequenceStatsPy(const py::array& ints_in, const py::array& nu
   if (!py::isinstance<py::array_t<float>>(nums_in)) throw py::value_error("numbers must be a float32 array");
   I32 ints = I32::ensure(ints_in), lengths = I32::ensure(len_in);
   F32 nums = F32::ensure(nums_in);
-  if (ints.ndim() != 3 || ints.shape(2) != cwm::kIntColumns)
-    throw py::value_error("ints must have shape (batch, steps, " + std::to_string(cwm::kIntColumns) + "), got " +
-                          ShapeOf(ints));
-  py::ssize_t B = ints.shape(0), T = ints.shape(1);
-  if (nums.ndim() != 3 || nums.shape(0) != B || nums.shape(1) != T || nums.shape(2) != cwm::kNumNumbers)
-    throw py::value_error("numbers must have shape (" + std::to_string(B) + ", " + std::to_string(T) + ", " +
-                          std::to_string(cwm::kNumNumbers) + "), got " + ShapeOf(nums));
+  py::ssize_t T = CheckActionArrays(ints, nums), B = ints.shape(0);
   if (lengths.ndim() != 1 || lengths.shape(0) != B)
     throw py::value_error("lengths must have shape (" + std::to_string(B) + ",), got " + ShapeOf(lengths));
   py::array_t<float> out({B, static_cast<py::ssize_t>(cwm::NumSequenceStats())});
