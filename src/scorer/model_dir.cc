@@ -1,0 +1,115 @@
+#include "scorer/model_dir.h"
+
+#include <filesystem>
+
+#include "action_stats.h"
+#include "featurize.h"
+#include "scorer/error.h"
+#include "scorer/hardware.h"
+#include "scorer/json_util.h"
+#include "scorer/safetensors.h"
+#include "vocab.h"
+
+namespace cwm {
+namespace {
+
+const char* const kHardwareNames[kNumHardwareFeatures] = {"num_cores", "is_cpu", "is_gpu",
+                                                          "log2_max_threads_per_block", "log2_l2_cache_bytes"};
+
+int IntField(const Json& cfg, const char* key, const std::string& where) {
+  const Json* v = Find(cfg, key);
+  if (!v || !v->is_int() || v->i <= 0 || v->i > (1 << 24))
+    throw ScorerError(where + ": transition." + key + " must be a positive integer");
+  return static_cast<int>(v->i);
+}
+
+std::vector<float> Take(std::map<std::string, TensorF32>& t, const std::string& name, std::vector<int64_t> shape,
+                        const std::string& where) {
+  auto it = t.find(name);
+  if (it == t.end()) throw ScorerError(where + ": missing tensor '" + name + "'");
+  if (it->second.shape != shape) {
+    std::string want, got;
+    for (int64_t d : shape) want += (want.empty() ? "" : ", ") + std::to_string(d);
+    for (int64_t d : it->second.shape) got += (got.empty() ? "" : ", ") + std::to_string(d);
+    throw ScorerError(where + ": tensor '" + name + "' has shape (" + got + "), the manifest implies (" + want + ")");
+  }
+  return std::move(it->second.data);
+}
+
+}  // namespace
+
+ModelDir ReadModelDir(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw ScorerError(dir + ": no such model directory");
+  const std::string manifest_path = (fs::path(dir) / "manifest.json").string();
+  if (!fs::is_regular_file(manifest_path, ec))
+    throw ScorerError(dir + " is not a CWM model directory (no manifest.json)");
+  const Json m = ParseJsonIn(NonFiniteToNull(ReadFile(manifest_path)), manifest_path);  // metrics can be NaN
+  const Json* format = Find(m, "format");
+  const Json* version = Find(m, "version");
+  if (!format || !format->is_string() || format->s != kModelFormat || !version || !version->is_int() ||
+      version->i != kModelVersion)
+    throw ScorerError(dir + ": model format " + (format ? DumpJson(*format) : "?") + " v" +
+                      (version ? DumpJson(*version) : "?") + ", this scorer reads " + kModelFormat + " v" +
+                      std::to_string(kModelVersion));
+  const Json* kinds = Find(m, "action_kinds");
+  bool same_kinds = kinds && kinds->is_array() && kinds->items.size() == ActionKinds().size();
+  for (size_t k = 0; same_kinds && k < kinds->items.size(); ++k)
+    same_kinds = kinds->items[k].is_string() && kinds->items[k].s == ActionKinds()[k];
+  if (!same_kinds) throw ScorerError(dir + ": the model was trained with another action vocabulary; retrain it");
+
+  ModelDir out;
+  out.path = dir;
+  const Json* cfg = Find(m, "transition");
+  if (!cfg || cfg->type != Json::Type::kObject) throw ScorerError(manifest_path + ": no transition config");
+  TransitionWeights& w = out.transition;
+  w.dim = IntField(*cfg, "dim", manifest_path);
+  w.hidden = IntField(*cfg, "hidden", manifest_path);
+  w.hash_buckets = IntField(*cfg, "hash_buckets", manifest_path);
+  w.small_vocab = IntField(*cfg, "small_vocab", manifest_path);
+  const Json* norm = Find(*cfg, "normalize_state");
+  if (!norm || !norm->is_bool()) throw ScorerError(manifest_path + ": transition.normalize_state must be a boolean");
+  w.normalize_state = norm->b;
+  w.num_kinds = static_cast<int>(ActionKinds().size());
+
+  const Json* names = Find(m, "feature_names");
+  if (names && names->is_array())
+    for (const Json& n : names->items) out.feature_names.push_back(n.is_string() ? n.s : "");
+  const size_t width = static_cast<size_t>(w.dim) + NumSequenceStats() + kNumHardwareFeatures;
+  bool names_ok = out.feature_names.size() == width;
+  for (int i = 0; names_ok && i < w.dim; ++i) names_ok = out.feature_names[i] == "z" + std::to_string(i);
+  for (int j = 0; names_ok && j < kNumHardwareFeatures; ++j)
+    names_ok = out.feature_names[width - kNumHardwareFeatures + j] == kHardwareNames[j];
+  if (!names_ok)
+    throw ScorerError(manifest_path + ": feature_names do not match this scorer's features (" + std::to_string(width) +
+                      " = z0..z" + std::to_string(w.dim - 1) + ", sequence stats, hardware)");
+
+  const std::string st_path = (fs::path(dir) / "transition.safetensors").string();
+  auto tensors = ReadSafetensors(st_path);
+  const int64_t H = w.hidden, D = w.dim;
+  w.kind = Take(tensors, "embed.kind.weight", {w.num_kinds, H}, st_path);
+  for (int j = 0; j < kHashColumns; ++j) {
+    auto t = Take(tensors, "embed.hashed." + std::to_string(j) + ".weight", {w.hash_buckets, H}, st_path);
+    w.hashed.insert(w.hashed.end(), t.begin(), t.end());
+  }
+  for (int j = 0; j < kSmallColumns; ++j) {
+    auto t = Take(tensors, "embed.small." + std::to_string(j) + ".weight", {w.small_vocab, H}, st_path);
+    w.small.insert(w.small.end(), t.begin(), t.end());
+  }
+  w.numbers_w = Take(tensors, "embed.numbers.weight", {H, kNumNumbers}, st_path);
+  w.numbers_b = Take(tensors, "embed.numbers.bias", {H}, st_path);
+  w.out_w = Take(tensors, "out.weight", {2 * D, H}, st_path);
+  w.out_b = Take(tensors, "out.bias", {2 * D}, st_path);
+  try {
+    w.Check();
+  } catch (const std::invalid_argument& e) {
+    throw ScorerError(st_path + ": " + e.what());
+  }
+
+  out.ranker_path = (fs::path(dir) / "ranker.json").string();
+  if (!fs::is_regular_file(out.ranker_path, ec)) throw ScorerError(dir + ": no ranker.json");
+  return out;
+}
+
+}  // namespace cwm

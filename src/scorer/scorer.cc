@@ -1,0 +1,61 @@
+#include "scorer/scorer.h"
+
+#include <algorithm>
+
+#include "action_stats.h"
+#include "featurize.h"
+#include "scorer/error.h"
+
+namespace cwm {
+
+Scorer::Scorer(const std::string& model_dir, int num_threads)
+    : model_(ReadModelDir(model_dir)), ranker_(model_.ranker_path, num_threads), num_threads_(num_threads) {
+  if (ranker_.num_features() != num_features())
+    throw ScorerError(model_.ranker_path + ": the ranker takes " + std::to_string(ranker_.num_features()) +
+                      " features, the manifest names " + std::to_string(num_features()));
+}
+
+std::vector<float> Scorer::Features(const std::vector<float>& z0, const HardwareFeatures& hw,
+                                    const std::vector<std::string>& traces) {
+  const int D = dim();
+  if (static_cast<int>(z0.size()) != D)
+    throw ScorerError("z0 has " + std::to_string(z0.size()) + " values, the model's latent size is " +
+                      std::to_string(D));
+  FeatureBatch fb;
+  try {
+    fb = FeaturizeBatch(traces, num_threads_);
+  } catch (const std::invalid_argument& e) {  // TraceFormatError / JsonError, naming the trace
+    throw ScorerError(e.what());
+  }
+  const int B = fb.batch, T = fb.max_len, S = NumSequenceStats(), F = num_features();
+  std::vector<float> z(static_cast<size_t>(B) * D), zt(static_cast<size_t>(B) * D);
+  for (int b = 0; b < B; ++b) std::copy(z0.begin(), z0.end(), z.begin() + static_cast<size_t>(b) * D);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    Rollout(model_.transition, z.data(), fb.ints.data(), fb.numbers.data(), B, T, false, zt.data(), num_threads_,
+            &cache_);
+  }
+  std::vector<float> stats(static_cast<size_t>(B) * S);
+  SequenceStats(fb.ints.data(), fb.numbers.data(), fb.lengths.data(), B, T, stats.data());
+  std::vector<float> x(static_cast<size_t>(B) * F);
+  for (int b = 0; b < B; ++b) {
+    float* row = &x[static_cast<size_t>(b) * F];
+    std::copy_n(&zt[static_cast<size_t>(b) * D], D, row);
+    std::copy_n(&stats[static_cast<size_t>(b) * S], S, row + D);
+    std::copy(hw.begin(), hw.end(), row + D + S);
+  }
+  return x;
+}
+
+std::vector<float> Scorer::Score(const std::vector<float>& z0, const HardwareFeatures& hw,
+                                 const std::vector<std::string>& traces) {
+  std::vector<float> x = Features(z0, hw, traces);
+  return ranker_.Predict(x.data(), traces.size(), static_cast<size_t>(num_features()));
+}
+
+std::vector<float> Scorer::Score(const std::vector<float>& z0, const Json& target,
+                                 const std::vector<std::string>& traces) {
+  return Score(z0, HardwareFeaturesOf(target), traces);
+}
+
+}  // namespace cwm
