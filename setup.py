@@ -39,7 +39,8 @@ setup(
     description="Compiler world model for tensor-program auto-scheduling on TVM MetaSchedule",
     package_dir={"": "python"},
     packages=find_packages("python"),
-    package_data={"cwm": ["_sitecustomize/*.py"]},
+    # default_model/: the shipped world model (cwm.model.default_model_dir), when present
+    package_data={"cwm": ["_sitecustomize/*.py", "default_model/**/*"]},
     ext_modules=[ext],
     cmdclass={"build_ext": build_ext},
     python_requires=">=3.10",

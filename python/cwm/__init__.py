@@ -3,10 +3,23 @@
 Importing ``cwm`` is cheap: TVM, torch and the native core are imported by the
 functions that need them. Importing it also makes TVMScript parsing fast in this
 process and in every worker process it starts (see :mod:`cwm.tvm_patch`).
+
+``cwm.tune`` (one TIR task, a choice of cost models; docs/tuning.md) and ``cwm.TuneResult``
+are resolved on first use.
 """
 from cwm._version import NATIVE_API_VERSION, __version__
 from cwm import tvm_patch as _tvm_patch
 
 _tvm_patch.install()
 
-__all__ = ["__version__", "NATIVE_API_VERSION"]
+__all__ = ["__version__", "NATIVE_API_VERSION", "tune", "TuneResult"]
+
+_LAZY = {"tune": "cwm.tuning.tune", "TuneResult": "cwm.tuning.tune"}
+
+
+def __getattr__(name):
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'cwm' has no attribute {name!r}")

@@ -15,6 +15,7 @@ COMMANDS = {
     "dataset": ("cwm.dataset.cli", "build, collect and inspect the trajectory dataset"),
     "train": ("cwm.model.cli", "train the world model (encoder, TransH transition, ranker) on the dataset"),
     "eval": ("cwm.model.eval_cli", "rank the held-out test tasks with the world model and the baselines"),
+    "tune": ("cwm.tuning.cli", "tune one TIR workload with a chosen cost model (cwm, xgb, xgb-pretrained, random)"),
 }
 
 

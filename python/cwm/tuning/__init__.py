@@ -6,6 +6,7 @@ from importlib import import_module
 
 _EXPORTS = {
     "tune_tir": "tune", "TuneOutcome": "tune", "make_cost_model": "tune", "summarize": "tune",
+    "tune": "tune", "TuneResult": "tune", "COST_MODELS": "tune", "check_workload": "tune",
     "host_target": "target", "resolve_target": "target", "DEFAULT_CUDA_TAG": "target",
     "FastSettings": "settings", "STOCK": "settings",
     "InProcessBuilder": "builder", "PooledBuilder": "pooled_builder",

@@ -6,6 +6,11 @@ builder/runner with timeouts and the small-population search of
 256^3 matmul on 2 vCPUs (znver5, ``bench/fast_tuning.py``, idle machine): 14.0 s, best 142 us;
 stock ``ms.tune_tir``: 57.7 s, best 665 us (on a slower znver3 box stock produced no valid
 record in 600 s: every build timed out).
+
+:func:`tune` (exported as ``cwm.tune``) is the public one-task API on top of :func:`tune_tir`:
+it checks the workload, picks one of the cost models of :data:`COST_MODELS` and returns a
+:class:`TuneResult` with every measured record and the wall time split into search, cost
+model, build and run (measured by the wrappers of :mod:`cwm.tuning.timing`). See docs/tuning.md.
 """
 from __future__ import annotations
 
@@ -14,7 +19,7 @@ import math
 import os
 import tempfile
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from cwm.tuning.settings import FastSettings
@@ -22,6 +27,9 @@ from cwm.tuning.target import resolve_target
 
 #: Failed builds/runs are stored with this latency (seconds) by MetaSchedule.
 FAILED_SECS = 1e10
+
+#: The cost models :func:`tune` knows by name (see :func:`make_cost_model`).
+COST_MODELS = ("cwm", "xgb", "xgb-pretrained", "random")
 
 
 @dataclass
@@ -34,18 +42,45 @@ class TuneOutcome:
     wall_s: float
     database: Any
     work_dir: str
+    #: one dict per measured candidate, in measurement order (:func:`cwm.dataset.recorder.make_recorder`)
+    records: list = field(default_factory=list)
+    #: wall seconds: total_s, search_s, cost_model_s (incl. cost_model_setup_s), build_s, run_s
+    timing: dict = field(default_factory=dict)
+    #: the cost model that was used (unwrapped), e.g. a ``CWMCostModel`` to ``save``
+    cost_model: Any = None
 
 
-def make_cost_model(spec="xgb", num_cores: int = 2):
-    """``"xgb"`` -> ``XGBModel(num_tuning_cores=num_cores)`` (MetaSchedule defaults otherwise);
-    other strings go to ``CostModel.create``; a ``CostModel`` instance is returned as is."""
+def make_cost_model(spec="xgb", num_cores: int = 2, *, seed: int = 0, model_dir=None, pretrained_xgb=None,
+                    dataset="data/dataset", cache_dir=None):
+    """A MetaSchedule cost model from a name (:data:`COST_MODELS`) or as given.
+
+    * ``"cwm"`` -> :class:`~cwm.cost_model.CWMCostModel` on ``model_dir`` (None: the shipped
+      model, :func:`cwm.model.default_model_dir`);
+    * ``"xgb"`` -> ``XGBModel(num_tuning_cores=num_cores)``, MetaSchedule defaults otherwise;
+    * ``"xgb-pretrained"`` -> ``XGBModel`` loaded from ``pretrained_xgb`` (a file written by
+      ``XGBModel.save``), or pre-trained on the training split of ``dataset`` and cached under
+      ``cache_dir`` (:mod:`cwm.cost_model.xgb_pretrained`);
+    * ``"random"`` -> MetaSchedule's ``RandomModel(seed=seed)``;
+    * any other string goes to ``CostModel.create``; a ``CostModel`` instance is returned as is.
+    """
     from tvm.s_tir import meta_schedule as ms
 
-    if isinstance(spec, str):
-        if spec == "xgb":
-            return ms.cost_model.XGBModel(num_tuning_cores=num_cores)
-        return ms.cost_model.CostModel.create(spec)
-    return spec
+    if not isinstance(spec, str):
+        return spec
+    if spec == "xgb":
+        return ms.cost_model.XGBModel(num_tuning_cores=num_cores)
+    if spec == "random":
+        return ms.cost_model.RandomModel(seed=seed)
+    if spec == "cwm":
+        from cwm.cost_model.cwm_model import AdaptConfig, CWMCostModel
+
+        return CWMCostModel(model_dir=model_dir, config=AdaptConfig(seed=seed))
+    if spec == "xgb-pretrained":
+        from cwm.cost_model.xgb_pretrained import load_pretrained_xgb, pretrained_xgb_path
+
+        path = pretrained_xgb or pretrained_xgb_path(dataset, seed=seed, cache_dir=cache_dir, num_threads=num_cores)
+        return load_pretrained_xgb(path, num_cores=num_cores, seed=seed)
+    return ms.cost_model.CostModel.create(spec)
 
 
 def summarize(database) -> tuple[int, int, float]:
@@ -109,38 +144,181 @@ def _num_cores(target) -> int:
     return int(target.attrs.get("num-cores", 0) or os.cpu_count() or 1)
 
 
+def _as_runner(runner):
+    from tvm.s_tir import meta_schedule as ms
+
+    return ms.runner.Runner.create(runner) if isinstance(runner, str) else runner
+
+
+def _as_builder(builder):
+    from tvm.s_tir import meta_schedule as ms
+
+    return ms.builder.Builder.create(builder) if isinstance(builder, str) else builder
+
+
 def tune_tir(mod, target="llvm", trials: int = 64, work_dir: str | None = None,
              cost_model="xgb", seed: int = 0, settings: FastSettings = FastSettings(),
-             runner=None, builder=None, verbose: bool = False) -> TuneOutcome:
+             runner=None, builder=None, verbose: bool = False, measure_callbacks=(),
+             **cost_model_options) -> TuneOutcome:
     """Tune the TIR ``mod`` for ``trials`` measured candidates; see the module docstring.
 
     ``target`` is anything :func:`~cwm.tuning.target.resolve_target` accepts; ``work_dir``
     (a fresh temp dir when None) receives MetaSchedule's JSON database and logs; ``runner``
-    and ``builder`` override the in-process ones from ``settings``; ``verbose`` shows
-    MetaSchedule's console log (otherwise it only goes to ``work_dir/logs``).
+    and ``builder`` override the pooled ones from ``settings`` (a MetaSchedule ``Runner`` /
+    ``Builder``, used as is, or a name such as ``"local"``); ``verbose`` shows MetaSchedule's
+    console log (otherwise it only goes to ``work_dir/logs``). ``cost_model`` and
+    ``cost_model_options`` go to :func:`make_cost_model` (with ``seed``); ``seed`` also seeds
+    MetaSchedule's search (``ms.tune_tir(seed=...)``). ``measure_callbacks`` are added after
+    MetaSchedule's default ones. Builder, runner and cost model are wrapped in timers
+    (:mod:`cwm.tuning.timing`) and every measured candidate is recorded; both end up in the
+    returned :class:`TuneOutcome` (``timing``, ``records``).
     """
     from tvm.s_tir import meta_schedule as ms
+
+    from cwm.dataset.recorder import make_recorder
+    from cwm.tuning.timing import Clock, TimedBuilder, TimedCostModel, TimedRunner
 
     target = resolve_target(target)
     work_dir = work_dir or tempfile.mkdtemp(prefix="cwm_tune_")
     os.makedirs(work_dir, exist_ok=True)
     cores = _num_cores(target)
+    clock = Clock()
     start = time.perf_counter()
+    model = make_cost_model(cost_model, cores, seed=seed, **cost_model_options)
+    setup_s = time.perf_counter() - start
     own_builder, own_runner = builder is None, runner is None
-    builder, runner = builder or settings.builder(), runner or settings.runner()
+    builder = _as_builder(builder) if builder is not None else settings.builder()
+    runner = _as_runner(runner) if runner is not None else settings.runner()
+    records: list[dict] = []
+    callbacks = list(ms.measure_callback.MeasureCallback.create("default"))
+    callbacks += [make_recorder(records.extend, keep_script=False), *measure_callbacks]
     try:
         with console(verbose):
             database = ms.tune_tir(
                 mod, target, work_dir, max_trials_global=trials,
                 num_trials_per_iter=settings.num_trials_per_iter,
-                builder=builder, runner=runner,
-                cost_model=make_cost_model(cost_model, cores), strategy=settings.strategy(),
-                num_tuning_cores=cores, seed=seed)
+                builder=TimedBuilder(builder, clock), runner=TimedRunner(runner, clock),
+                cost_model=TimedCostModel(model, clock), strategy=settings.strategy(),
+                measure_callbacks=callbacks, num_tuning_cores=cores, seed=seed)
     finally:
+        close_start = time.perf_counter()
         if own_builder:
             close_builder(builder)
+        clock.add("build", close_start)
+        close_start = time.perf_counter()
         if own_runner:
             close_builder(runner)
+        clock.add("run", close_start)
     wall_s = time.perf_counter() - start
     n_records, n_valid, best_us = summarize(database)
-    return TuneOutcome(best_us, n_records, n_valid, wall_s, database, work_dir)
+    secs = clock.seconds
+    cost_model_s = secs["cost_model"] + setup_s
+    timing = {"total_s": wall_s, "search_s": max(0.0, wall_s - cost_model_s - secs["build"] - secs["run"]),
+              "cost_model_s": cost_model_s, "build_s": secs["build"], "run_s": secs["run"],
+              "cost_model_setup_s": setup_s, "calls": dict(clock.calls)}
+    return TuneOutcome(best_us, n_records, n_valid, wall_s, database, work_dir, records, timing, model)
+
+
+# ---------------------------------------------------------------------------- public API
+@dataclass
+class TuneResult:
+    """What :func:`tune` found.
+
+    ``best_us``: the fastest measured candidate (mean of its run times, as MetaSchedule ranks
+    them), ``inf`` if none ran; ``best_trace``: its trace as JSON text (the dataset's form,
+    :func:`cwm.actions.trace_io.trace_to_json`), or None; ``records``: one dict per measured
+    candidate, in order: ``trace``, ``run_secs`` (list or None), ``latency_us`` (mean, None if
+    it failed) and ``error`` (the build or run error, or None); ``wall``: seconds
+    ``{search_s, cost_model_s, build_s, run_s, total_s}``, where ``search_s`` is the rest of
+    ``total_s`` (design-space generation, evolution, measure callbacks) and ``cost_model_s``
+    includes building the cost model (loading the world model, ``cost_model_setup_s``).
+    """
+
+    best_us: float
+    best_trace: str | None
+    records: list
+    wall: dict
+    trials: int
+    cost_model: str
+    target: str
+    work_dir: str
+    database: Any = field(default=None, repr=False)
+    #: the cost model object that was used (e.g. a ``CWMCostModel``, whose ``save`` keeps what it learned)
+    model: Any = field(default=None, repr=False)
+
+    @property
+    def n_valid(self) -> int:
+        return sum(r["latency_us"] is not None for r in self.records)
+
+    def summary(self) -> str:
+        """A small text table: best latency, trials, wall-time split."""
+        w = self.wall
+        best = f"{self.best_us:.1f} us" if math.isfinite(self.best_us) else "none (no candidate ran)"
+        rows = [("cost model", self.cost_model), ("target", self.target),
+                ("trials", f"{len(self.records)} measured ({self.n_valid} valid) of {self.trials} requested"),
+                ("best latency", best),
+                ("wall time", f"{w['total_s']:.1f} s"),
+                ("  search", f"{w['search_s']:.1f} s"), ("  cost model", f"{w['cost_model_s']:.1f} s"),
+                ("  build", f"{w['build_s']:.1f} s"), ("  run", f"{w['run_s']:.1f} s"),
+                ("work dir", self.work_dir)]
+        return "\n".join(f"{k:<14}{v}" for k, v in rows)
+
+
+def _record(raw: dict) -> dict:
+    secs = raw.get("run_secs")
+    error = raw.get("build_error") or raw.get("run_error") or None
+    ok = bool(secs) and error is None and max(secs) < FAILED_SECS
+    return {"trace": raw["trace"], "run_secs": secs, "latency_us": sum(secs) / len(secs) * 1e6 if ok else None,
+            "error": error}
+
+
+def check_workload(workload):
+    """The one-task IRModule or PrimFunc ``workload``, checked; ``TypeError``/``ValueError`` otherwise."""
+    import tvm
+    from tvm import tirx
+
+    if isinstance(workload, tirx.PrimFunc):
+        return workload
+    if isinstance(workload, tvm.IRModule):
+        funcs = list(workload.functions_items())
+        prim = [gv.name_hint for gv, f in funcs if isinstance(f, tirx.PrimFunc)]
+        if len(prim) != 1 or len(funcs) != 1:
+            raise ValueError(f"cwm.tune tunes one TIR task: the IRModule must hold exactly one PrimFunc, it holds "
+                             f"{len(prim)} PrimFunc(s) among {len(funcs)} function(s); for a Relax model use "
+                             "cwm.tuning.tune_model")
+        return workload
+    raise TypeError("cwm.tune takes a TIR PrimFunc (tvm.tirx.PrimFunc) or a tvm.IRModule holding one PrimFunc, "
+                    f"not {type(workload).__module__}.{type(workload).__name__}")
+
+
+def tune(workload, target="llvm", trials: int = 64, cost_model="cwm", work_dir: str | None = None, runner=None,
+         seed: int = 0, model_dir=None, pretrained_xgb=None, dataset="data/dataset", cache_dir=None,
+         builder=None, settings: FastSettings = FastSettings(), verbose: bool = False) -> TuneResult:
+    """Tune one TIR task with MetaSchedule's evolutionary search and the chosen cost model.
+
+    ``workload``: a ``tvm.tirx.PrimFunc`` or an ``IRModule`` holding one PrimFunc (anything
+    else: ``TypeError``). ``cost_model``: ``"cwm"`` (the world model, adapted to the task as it
+    is measured; ``model_dir`` or the shipped model), ``"xgb"`` (MetaSchedule's ``XGBModel`` at
+    its defaults), ``"xgb-pretrained"`` (``XGBModel`` pre-trained on the dataset's training
+    records: the file ``pretrained_xgb``, or built from ``dataset`` once and cached in
+    ``cache_dir``), ``"random"`` (MetaSchedule's ``RandomModel``), or a ``CostModel`` instance.
+    ``runner``: None -> the pooled local runner of ``settings``; a MetaSchedule ``Runner``
+    (e.g. ``RPCRunner``) is used as is. ``seed`` seeds MetaSchedule's search and the cost model.
+    See :func:`tune_tir` for the rest and :class:`TuneResult` for what comes back.
+    """
+    check_workload(workload)
+    if isinstance(cost_model, str) and cost_model not in COST_MODELS:
+        raise ValueError(f"unknown cost model {cost_model!r}; use one of {list(COST_MODELS)} or a CostModel")
+    out = tune_tir(workload, target=target, trials=trials, work_dir=work_dir, cost_model=cost_model, seed=seed,
+                   settings=settings, runner=runner, builder=builder, verbose=verbose, model_dir=model_dir,
+                   pretrained_xgb=pretrained_xgb, dataset=dataset, cache_dir=cache_dir)
+    records = [_record(r) for r in out.records]
+    valid = [r for r in records if r["latency_us"] is not None]
+    best = min(valid, key=lambda r: r["latency_us"]) if valid else None
+    wall = {k: out.timing[k] for k in ("search_s", "cost_model_s", "build_s", "run_s", "total_s",
+                                       "cost_model_setup_s")}
+    name = cost_model if isinstance(cost_model, str) else type(cost_model).__name__
+    return TuneResult(best_us=best["latency_us"] if best else math.inf, best_trace=best["trace"] if best else None,
+                      records=records, wall=wall, trials=trials, cost_model=name,
+                      target=str(resolve_target(target)), work_dir=out.work_dir, database=out.database,
+                      model=out.cost_model)

@@ -1,0 +1,119 @@
+"""The standalone C++ scorer (cwm_score) against WorldModel.score, and its input exporter.
+
+The fixture tests/data/scorer_fixture (tools/make_scorer_fixture.py) must still be what the
+Python scorer gives: ctest's test_scorer pins the C++ side to it. The CLI tests build nothing:
+they run ``build/cmake/cwm_score`` (or ``$CWM_SCORE``) and skip when it is not built
+(`cmake -S . -B build/cmake && cmake --build build/cmake`); ctest is the mandatory check.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURE = ROOT / "tests" / "data" / "scorer_fixture"
+CLI = Path(os.environ.get("CWM_SCORE", ROOT / "build" / "cmake" / "cwm_score"))
+needs_cli = pytest.mark.skipif(not CLI.is_file(), reason=f"{CLI} is not built (cmake --build build/cmake)")
+
+
+@pytest.fixture(scope="module")
+def model():
+    from cwm.model.world_model import WorldModel
+
+    return WorldModel.load(FIXTURE / "model")
+
+
+def _lines(path):
+    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+
+
+def test_fixture_is_current(model, workload_mods):
+    """input.jsonl's z0 and expected.jsonl's scores are what the Python code gives today."""
+    inputs, expected = _lines(FIXTURE / "input.jsonl"), _lines(FIXTURE / "expected.jsonl")
+    assert [t["task"] for t in inputs] == [e["task"] for e in expected] and len(inputs) == 3
+    for task, exp in zip(inputs, expected):
+        mod = workload_mods[task["task"]]
+        np.testing.assert_allclose(task["z0"], model.z0(mod), rtol=0, atol=1e-6)
+        scores = model.score(mod, task["traces"], task["target"])
+        np.testing.assert_allclose(scores, exp["scores"], rtol=1e-6, atol=1e-6)
+    assert any(isinstance(t, list) for t in inputs[-1]["traces"])  # the parsed-trace form is covered
+
+
+def test_target_dict():
+    from cwm.model.scorer_input import target_dict
+
+    assert target_dict({"kind": "llvm"}) == {"kind": "llvm"}
+    assert target_dict('{"kind": "cuda", "max_threads_per_block": 1024}')["max_threads_per_block"] == 1024
+
+    class FakeTarget:
+        def export(self):
+            return {"kind": "llvm", "num-cores": 4}
+
+    assert target_dict(FakeTarget())["num-cores"] == 4
+    with pytest.raises(TypeError):
+        target_dict(3)
+
+
+@needs_cli
+def test_cli_matches_python_on_fresh_input(model, workload_mods, trace_records, tmp_path):
+    from cwm.model.scorer_input import read_scores, write_scorer_input
+
+    tasks = []
+    for name, source, n in (("layer_norm_128x768", "tuning", 12), ("softmax_128x768", "sampled", 30),
+                            ("depthwise_conv2d_96x56x56_3x3", "tuning", 40)):
+        rows = [r for r in trace_records if r["workload"] == name and r["source"] == source][:n]
+        tasks.append((name, workload_mods[name], [r["trace"] for r in rows], rows[0]["target"]))
+    assert write_scorer_input(model, tasks, tmp_path / "in.jsonl") == 3
+    out = tmp_path / "scores.jsonl"
+    proc = subprocess.run([str(CLI), str(FIXTURE / "model"), str(tmp_path / "in.jsonl"), "-o", str(out),
+                           "--threads", "2"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    got = read_scores(out)
+    assert [g["task"] for g in got] == [t[0] for t in tasks]
+    worst = 0.0
+    for g, (_, mod, traces, target) in zip(got, tasks):
+        want = model.score(mod, traces, target)
+        assert len(g["scores"]) == len(want)
+        worst = max(worst, float(np.max(np.abs(np.asarray(g["scores"]) - want))))
+    assert worst <= 1e-5
+
+
+@needs_cli
+def test_cli_errors(tmp_path):
+    def run(*args):
+        return subprocess.run([str(CLI), *map(str, args)], capture_output=True, text=True, timeout=60)
+
+    p = run()
+    assert p.returncode == 2 and "usage: cwm_score" in p.stderr
+    p = run(tmp_path, FIXTURE / "input.jsonl")
+    assert p.returncode == 1 and "not a CWM model directory" in p.stderr
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({"task": "x", "z0": [0.0] * 7, "target": {"kind": "llvm"}, "traces": []}) + "\n")
+    p = run(FIXTURE / "model", bad)
+    assert p.returncode == 1 and f"{bad}:1: z0 has 7 values, the model's latent size is 16" in p.stderr
+
+
+@needs_cli
+def test_cli_on_a_trained_model_via_the_dataset_exporter(tiny_model_dir, tiny_dataset, tmp_path):
+    """End to end: a trained model (dim 128), `python -m cwm.model.scorer_input` on a dataset, cwm_score."""
+    from cwm.dataset.loader import DatasetLoader
+    from cwm.model.scorer_input import main, read_scores
+    from cwm.model.world_model import WorldModel
+
+    inp, out = tmp_path / "in.jsonl", tmp_path / "scores.jsonl"
+    assert main([str(tiny_model_dir), str(tiny_dataset), "-o", str(inp), "--split", "all", "--max-traces", "8"]) == 0
+    proc = subprocess.run([str(CLI), str(tiny_model_dir), str(inp), "-o", str(out)], capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    model, loader = WorldModel.load(tiny_model_dir), DatasetLoader(tiny_dataset)
+    got = read_scores(out)
+    assert [g["task"] for g in got] == loader.task_keys()
+    for g in got:
+        traces = [t.trace for t in loader.trajectories(g["task"])][:8]
+        want = model.score(loader.workload(g["task"]), traces, {"kind": "llvm", "num-cores": 2})
+        np.testing.assert_allclose(g["scores"], want, rtol=1e-5, atol=1e-5)
