@@ -1,26 +1,22 @@
 """Helpers shared by the benchmarks: machine description, date, result files."""
 from __future__ import annotations
 
-import datetime
 import json
 import os
-import platform
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 
 
 def machine() -> str:
-    cpu = platform.processor() or "unknown CPU"
-    try:
-        with open("/proc/cpuinfo") as f:
-            cpu = next(line.split(":", 1)[1].strip() for line in f if line.startswith("model name"))
-    except (OSError, StopIteration):
-        pass
-    return f"{cpu}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    from cwm.machine import describe
+
+    return describe()
 
 
 def today() -> str:
-    return datetime.date.today().isoformat()
+    from cwm.machine import today as _today
+
+    return _today()
 
 
 def write_result(name: str, payload: dict) -> str:

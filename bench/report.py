@@ -51,9 +51,59 @@ def fast_tuning_table(r) -> list[str]:
     return out + [""]
 
 
+def _us(values) -> str:
+    xs = [v for v in values or [] if v is not None]
+    return f"{sum(xs) / len(xs):,.1f}" if xs else "n/a"
+
+
+def search_table(r) -> list[str]:
+    """``bench/search.py``: final best latency of CWM vs the baselines, sample efficiency, wall time."""
+    methods = r.get("methods") or ["cwm", "xgb", "xgb_pretrained", "random"]
+    rm = r.get("remeasure") or {}
+    geo, spread = r.get("geomean_speedup") or {}, r.get("geomean_speedup_spread") or {}
+    parts = []
+    for name, value in geo.items():
+        s = spread.get(name) or {}
+        rng = f" (per seed {s['min']:.2f}–{s['max']:.2f})" if s.get("min") is not None else ""
+        parts.append(f"vs {name.removeprefix('cwm_vs_')} **{value:.2f}×**{rng}" if value else f"vs {name} n/a")
+    out = [f"**Search on held-out tasks** (`bench/search.py`; {r.get('machine')}; {r.get('date')}"
+           f"{'; PARTIAL' if r.get('partial') else ''}): {len(r.get('tasks', {}))} test tasks × seeds "
+           f"{r.get('seeds')} × {r.get('trials')} trials; each run's best candidate re-measured in one process, "
+           f"interleaved, median of {rm.get('repeats', '?')} rounds; µs = mean over seeds",
+           "", "Geomean speedup of CWM (baseline latency ÷ CWM latency, > 1: CWM faster): " + ", ".join(parts), "",
+           "| task | op | " + " | ".join(f"{m} µs" for m in methods) + " |",
+           "|---|---|" + "---|" * len(methods)]
+    detail = r.get("task_detail") or {}
+    for label, row in r.get("tasks", {}).items():
+        name = label.split("/")[0]
+        out.append(f"| {name} | {detail.get(label, {}).get('op', '')} | "
+                   + " | ".join(_us(row.get(m)) for m in methods) + " |")
+    se = r.get("sample_efficiency") or {}
+    if se:
+        e0 = next(iter(se.values()))
+        out += ["", f"Sample efficiency (seed {e0.get('seed')}, tuning measurements): trials CWM needs to reach the "
+                    f"best latency of MetaSchedule's XGBModel after {e0.get('xgb_trials')} trials", "",
+                f"| task | xgb best @{e0.get('xgb_trials')} µs | CWM trials to reach it "
+                f"(of {e0.get('cwm_max_trials')}) | CWM best @{e0.get('cwm_max_trials')} µs |", "|---|---|---|---|"]
+        for label, e in se.items():
+            reach = e.get("cwm_trials_to_reach")
+            out.append(f"| {label.split('/')[0]} | {_us([e.get('xgb_640_best_us')])} | "
+                       f"{reach if reach is not None else 'not reached'} | {_us([e.get('cwm_best_us')])} |")
+    wall = r.get("wall_per_trial_s") or {}
+    if wall:
+        out += ["", "| method | wall s / trial | search | cost model | build | run |", "|---|---|---|---|---|---|"]
+        for m, w in wall.items():
+            cols = ("total", "search", "cost_model", "build", "run")
+            out.append(f"| {m} | " + " | ".join(f"{w[c + '_s_per_trial']:.2f}" for c in cols) + " |")
+    if r.get("curves_png"):
+        out += ["", f"![tuning curves]({r['curves_png']})"]
+    return out + [""]
+
+
 def main():
     lines: list[str] = []
-    for name, fn in (("fast_tuning.json", fast_tuning_table), ("trace_features.json", trace_features_table)):
+    for name, fn in (("search.json", search_table), ("fast_tuning.json", fast_tuning_table),
+                     ("trace_features.json", trace_features_table)):
         r = _load(name)
         if r:
             lines += fn(r)

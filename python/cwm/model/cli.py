@@ -49,16 +49,16 @@ def eval_main(argv) -> int:
     args = parser.parse_args(argv)
     import json
     import os
-    import platform
 
     import torch
+
+    from cwm.machine import describe, today
 
     from cwm.model.evaluate import evaluate
 
     torch.set_num_threads(args.threads)
     result = evaluate(args.data, args.model, seed=args.seed)
-    result.update(machine=f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores",
-                  date=__import__("datetime").date.today().isoformat(), model=args.model)
+    result.update(machine=describe(), date=today(), model=args.model)
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
     with open(args.out, "w") as f:
         json.dump(result, f, indent=2, default=float)

@@ -33,6 +33,12 @@ class RolloutConfig:
     seed: int = 0
     time_budget_s: float = 1800.0
     clip_norm: float = 1.0
+    #: "random": PyTorch's default init of the normals; "null_space": start every normal on the
+    #: direction along which the training states vary least (so F starts as the identity) and
+    #: let training move each action's normal away from it where that helps
+    normal_init: str = "random"
+    #: the ranking term's margin is ``margin`` if >= 0, else ``|margin|`` times the median
+    #: target-to-negative distance of the training data (states of one task lie close together)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -118,6 +124,11 @@ def train_transition(data: RolloutData, tcfg: TransitionConfig, cfg: RolloutConf
     torch.manual_seed(cfg.seed)
     np.random.seed(cfg.seed)
     model = TransH(tcfg)
+    if cfg.normal_init == "null_space":
+        _null_space_init(model, data, tcfg)
+    elif cfg.normal_init != "random":
+        raise ValueError(f"normal_init must be 'random' or 'null_space', got {cfg.normal_init!r}")
+    margin = _margin(cfg, data)
     opt = torch.optim.Adam(model.parameters(), lr=cfg.lr)
     kind, hashed, small = (torch.from_numpy(a) for a in action_indices(data.ints, tcfg))
     nums = torch.from_numpy(log_scale(data.numbers).astype(np.float32))
@@ -134,7 +145,7 @@ def train_transition(data: RolloutData, tcfg: TransitionConfig, cfg: RolloutConf
             pred = all_z.gather(1, steps[idx].unsqueeze(-1).expand(-1, -1, all_z.shape[-1]))
             d_pos = (pred - tgt[idx]).norm(dim=-1)
             d_neg = (pred - neg[idx]).norm(dim=-1)
-            loss = (d_pos ** 2).mean() + cfg.rank_weight * torch.relu(cfg.margin + d_pos - d_neg).mean()
+            loss = (d_pos ** 2).mean() + cfg.rank_weight * torch.relu(margin + d_pos - d_neg).mean()
             opt.zero_grad()
             loss.backward()
             torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm)  # long rollouts: gradients compound
@@ -145,6 +156,23 @@ def train_transition(data: RolloutData, tcfg: TransitionConfig, cfg: RolloutConf
         if time.time() - start > cfg.time_budget_s:
             break
     return model.eval(), history
+
+
+def _margin(cfg: RolloutConfig, data: RolloutData) -> float:
+    if cfg.margin >= 0:
+        return float(cfg.margin)
+    return float(-cfg.margin * np.median(np.linalg.norm(data.targets - data.negatives, axis=-1)))
+
+
+def _null_space_init(model, data: RolloutData, tcfg: TransitionConfig) -> None:
+    """Normals start at the least-variance direction ``u`` of the states (``w·z ≈ 0``: F ≈ id)."""
+    import torch
+
+    states = np.concatenate([data.z0, data.targets.reshape(-1, data.targets.shape[-1])]).astype(np.float64)
+    u = np.linalg.svd(states, full_matrices=False)[2][-1]  # right singular vector, smallest value
+    with torch.no_grad():
+        model.out.weight[:tcfg.dim].mul_(0.1)
+        model.out.bias[:tcfg.dim].copy_(torch.from_numpy(u.astype(np.float32)) * 4.0)
 
 
 def rollout_error(model, data: RolloutData, tcfg: TransitionConfig) -> dict:
