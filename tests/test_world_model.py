@@ -39,3 +39,31 @@ def test_load_rejects_non_model_dirs(tmp_path):
 
     with pytest.raises(FileNotFoundError, match="not a CWM model directory"):
         WorldModel.load(tmp_path)
+
+
+def test_interrupted_training_resumes_from_its_stages(tiny_dataset, tiny_model_dir, tmp_path, monkeypatch):
+    """Killed after the encoder and rollout-data phases, ``cwm train`` resumes them: same model."""
+    import cwm.model.rollout_training as rt
+    from cwm.dataset.loader import DatasetLoader
+    from cwm.model.train import train_world_model
+    from cwm.model.world_model import WorldModel
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    out, logs = tmp_path / "m", []
+    with monkeypatch.context() as m:
+        m.setattr(rt, "train_transition", killed)
+        with pytest.raises(KeyboardInterrupt):
+            train_world_model(tiny_dataset, out, _cfg(), log=lambda *_: None)
+    assert (out / ".stages" / "encoder_metrics.json").exists() and (out / ".stages" / "rollout_data.npz").exists()
+    train_world_model(tiny_dataset, out, _cfg(), log=logs.append)
+    assert any("encoder: resumed" in line for line in logs) and any("rollout data: resumed" in line for line in logs)
+    assert not (out / ".stages").exists()
+    loader = DatasetLoader(tiny_dataset)
+    (key,) = loader.task_keys("test")
+    traces = [t.trace for t in loader.trajectories(key)]
+    target = {"kind": "llvm", "num-cores": 2}
+    resumed, fresh = WorldModel.load(out), WorldModel.load(tiny_model_dir)
+    assert np.array_equal(resumed.score(loader.workload(key), traces, target),
+                          fresh.score(loader.workload(key), traces, target))

@@ -30,8 +30,8 @@ class TrainConfig:
     encoder_eval: bool = True  # retrieval metrics before/after contrastive training (costs encodes)
     # (2) transition
     rollout_trajectories: int = 1500
-    rollout: RolloutConfig = field(default_factory=RolloutConfig)
-    transition: TransitionConfig = field(default_factory=TransitionConfig)
+    rollout: RolloutConfig = field(default_factory=lambda: RolloutConfig(epochs=100, lr=1e-2, margin=-0.5))
+    transition: TransitionConfig = field(default_factory=lambda: TransitionConfig(hidden=64))
     # (3) ranker
     ranker: RankerConfig = field(default_factory=RankerConfig)
 
@@ -66,6 +66,55 @@ def _data_hash(loader) -> dict:
     return {"train_shards": len(shards), "sha256": hashlib.sha256(json.dumps(shards, sort_keys=True).encode()).hexdigest()}
 
 
+class _Stages:
+    """Checkpoints of the expensive phases in ``out_dir/.stages``, keyed by config + data hash.
+
+    ``cwm train`` killed after a phase restarts from the next one with the same result (the
+    phases are seeded); a changed config or dataset starts over. Removed after a full run."""
+
+    def __init__(self, out_dir, key_material: dict):
+        from pathlib import Path
+
+        self.dir = Path(out_dir) / ".stages"
+        self.key = hashlib.sha256(json.dumps(key_material, sort_keys=True, default=str).encode()).hexdigest()[:16]
+        if (self.dir / "key").exists() and (self.dir / "key").read_text() != self.key:
+            import shutil
+
+            shutil.rmtree(self.dir)
+        self.dir.mkdir(parents=True, exist_ok=True)
+        (self.dir / "key").write_text(self.key)
+
+    def encoder(self):
+        from cwm.model.encoder import StateEncoder
+
+        path = self.dir / "encoder"
+        return (StateEncoder.load(path), json.loads((self.dir / "encoder_metrics.json").read_text())) \
+            if (self.dir / "encoder_metrics.json").exists() else None
+
+    def save_encoder(self, encoder, metrics: dict) -> None:
+        encoder.save(self.dir / "encoder")
+        (self.dir / "encoder_metrics.json").write_text(json.dumps(_jsonable(metrics)))
+
+    def rollout_data(self):
+        from cwm.model.rollout_training import RolloutData
+
+        path = self.dir / "rollout_data.npz"
+        if not path.exists():
+            return None
+        with np.load(path) as f:
+            return RolloutData(**{k: f[k] for k in f.files})
+
+    def save_rollout_data(self, data) -> None:
+        tmp = self.dir / "rollout_data.tmp.npz"
+        np.savez(tmp, **asdict(data))
+        tmp.replace(self.dir / "rollout_data.npz")
+
+    def done(self) -> None:
+        import shutil
+
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
 def train_world_model(root, out_dir, cfg: TrainConfig = TrainConfig(), log=print) -> dict:
     import torch
 
@@ -83,11 +132,19 @@ def train_world_model(root, out_dir, cfg: TrainConfig = TrainConfig(), log=print
     n_traj = sum(len(v) for v in by_task.values())
     log(f"training tasks: {len(by_task)}, trajectories: {n_traj}")
 
-    groups = _contrastive_groups(by_task, cfg.states_per_task, cfg.seed)
-    ccfg = ContrastiveConfig(seed=cfg.seed, encoder=EncoderConfig(out_dim=cfg.transition.dim),
-                             max_steps=cfg.encoder_steps, time_budget_s=cfg.encoder_time_s, log_every=0,
-                             eval_robustness=False, eval_before=cfg.encoder_eval)
-    encoder, enc_metrics = train_encoder(groups, ccfg)
+    stages = _Stages(out_dir, {"config": asdict(cfg), "data": _data_hash(loader)})
+    resumed = stages.encoder()
+    if resumed is None:
+        groups = _contrastive_groups(by_task, cfg.states_per_task, cfg.seed)
+        ccfg = ContrastiveConfig(seed=cfg.seed, encoder=EncoderConfig(out_dim=cfg.transition.dim),
+                                 max_steps=cfg.encoder_steps, time_budget_s=cfg.encoder_time_s, log_every=0,
+                                 eval_robustness=False, eval_before=cfg.encoder_eval)
+        encoder, enc_metrics = train_encoder(groups, ccfg)
+        stages.save_encoder(encoder, enc_metrics)
+        encoder, enc_metrics = stages.encoder()  # the saved copy: a resumed run continues from the same bits
+    else:
+        encoder, enc_metrics = resumed
+        log(f"encoder: resumed from {stages.dir}")
     encoder.eval()
     log(f"encoder: {enc_metrics['steps']} steps, after: {enc_metrics.get('after')}")
 
@@ -95,10 +152,15 @@ def train_world_model(root, out_dir, cfg: TrainConfig = TrainConfig(), log=print
         with torch.no_grad():
             return encoder.encode(texts).numpy()
 
-    rng = random.Random(cfg.seed)
-    per_task = max(1, cfg.rollout_trajectories // len(by_task))
-    sample = [t for trajs in by_task.values() for t in rng.sample(trajs, min(per_task, len(trajs)))]
-    data = build_rollout_data(sample, encode, cfg.rollout)
+    data = stages.rollout_data()
+    if data is None:
+        rng = random.Random(cfg.seed)
+        per_task = max(1, cfg.rollout_trajectories // len(by_task))
+        sample = [t for trajs in by_task.values() for t in rng.sample(trajs, min(per_task, len(trajs)))]
+        data = build_rollout_data(sample, encode, cfg.rollout)
+        stages.save_rollout_data(data)
+    else:
+        log(f"rollout data: resumed from {stages.dir}")
     transition, history = train_transition(data, cfg.transition, cfg.rollout, log=lambda *_: None)
     roll_metrics = rollout_error(transition, data, cfg.transition)
     log(f"transition: {len(history)} epochs, {roll_metrics}")
@@ -121,6 +183,7 @@ def train_world_model(root, out_dir, cfg: TrainConfig = TrainConfig(), log=print
                "wall_s": round(time.time() - t_start, 1)}
     model.meta = {"config": _jsonable(asdict(cfg)), "training_data": _data_hash(loader), "metrics": _jsonable(metrics)}
     model.save(out_dir)
+    stages.done()
     log(f"wrote {out_dir} in {metrics['wall_s']} s")
     return metrics
 
