@@ -100,9 +100,45 @@ def search_table(r) -> list[str]:
     return out + [""]
 
 
+RANKING_ROWS = (("cwm", "CWM (rollout ẑ_T + action stats)"), ("ms_xgb", "MetaSchedule XGBModel, trained offline"),
+                ("no_transition", "no transition (E(s_0) + action stats)"),
+                ("static_final", "static final state (E(s_T))"), ("sequence_only", "sequence only (TLP-style)"),
+                ("random", "random"))
+
+
+def ranking_table(r) -> list[str]:
+    """``cwm eval``: offline ranking quality on the held-out test tasks."""
+    m = r["models"]
+    out = [f"**Ranking on held-out tasks** (`cwm eval`; {r['test_tasks']} test tasks of MobileNetV2 / OPT-125m; "
+           f"{r['machine']}; {r['date']}). Top-k = TenSet's score (1.0 = the model's top-k holds the best)",
+           "", "| model | top-1 | top-5 | pairwise acc. | NDCG@10 | µs / candidate |", "|---|---|---|---|---|---|"]
+    for key, label in RANKING_ROWS:
+        if key in m:
+            x = m[key]
+            out.append(f"| {label} | {x['top1']:.3f} | {x['top5']:.3f} | {x['pairwise_acc']:.3f} | "
+                       f"{x['ndcg10']:.3f} | {x['score_us_per_candidate']:,.1f} |")
+    return out + [""]
+
+
+def scoring_table(r) -> list[str]:
+    """``bench/scoring.py``: candidates scored per second, native vs reference vs XGBModel.predict."""
+    c, ro = r["candidates_per_s"], r.get("rollout_per_s", {})
+    batches = sorted(c["native"], key=int)
+    out = [f"**Scoring throughput** (`bench/scoring.py`; {r['machine']}; {r['date']}): candidates/s, one thread",
+           "", "| batch | native | Python reference | MetaSchedule XGBModel.predict | native ÷ XGBModel | "
+           "rollout native ÷ reference |", "|---|---|---|---|---|---|"]
+    for b in batches:
+        roll = (f"{ro['native'][b] / ro['reference'][b]:.0f}×" if b in ro.get("native", {}) and
+                b in ro.get("reference", {}) else "n/a")
+        out.append(f"| {b} | {c['native'][b]:,.0f} | {c['reference'][b]:,.0f} | {c['ms_xgb'][b]:,.0f} | "
+                   f"{c['native'][b] / c['ms_xgb'][b]:.1f}× | {roll} |")
+    return out + [""]
+
+
 def main():
     lines: list[str] = []
-    for name, fn in (("search.json", search_table), ("fast_tuning.json", fast_tuning_table),
+    for name, fn in (("ranking.json", ranking_table), ("search.json", search_table), ("scoring.json", scoring_table),
+                     ("fast_tuning.json", fast_tuning_table),
                      ("trace_features.json", trace_features_table)):
         r = _load(name)
         if r:

@@ -10,9 +10,9 @@ in one run, on one thread each:
   already exist as schedules (as in tuning: replay time not counted), trained on the fixture.
 
 ``rollout_per_s`` isolates the transition: native core vs NumPy reference. ``--model`` is a
-trained model directory (``cwm train``).
+trained model directory (``cwm train``; default: the shipped model).
 
-    python bench/scoring.py --model models/cwm   ->  bench/results/scoring.json
+    python bench/scoring.py [--model DIR]   ->  bench/results/scoring.json
 """
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def rate(fn, batch: int, min_s: float = 1.0) -> float:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", required=True)
+    ap.add_argument("--model", default=None, help="model directory (default: the shipped model)")
     ap.add_argument("--out", default="scoring.json")
     args = ap.parse_args(argv)
     import torch
@@ -63,7 +63,9 @@ def main(argv=None):
     recs = [r for r in recs if r["workload"] == WORKLOAD and r["source"] == "tuning"]
     mod, target = workloads.get(WORKLOAD), json.loads(str(host_target()))
     pool = [recs[i % len(recs)]["trace"] for i in range(max(BATCHES))]
-    wm = WorldModel.load(args.model)
+    from cwm.model import default_model_dir
+
+    wm = WorldModel.load(args.model or default_model_dir())
     z0 = wm.z0(mod)
     weights = numpy_weights(wm.transition)
 
@@ -105,7 +107,8 @@ def main(argv=None):
     c, r = out["candidates_per_s"], out["rollout_per_s"]
     out["ratios"] = {"native_vs_ms_xgb": {b: round(c["native"][b] / c["ms_xgb"][b], 1) for b in c["native"]},
                      "rollout_native_vs_reference": {b: round(r["native"][b] / r["reference"][b], 1) for b in r["native"]}}
-    out.update(model=args.model, workload=WORKLOAD, machine=machine(), date=today())
+    out.update(model=str(args.model or "shipped default (python/cwm/default_model)"), workload=WORKLOAD,
+               machine=machine(), date=today())
     print(json.dumps(out["ratios"]))
     print("wrote", write_result(args.out, out))
 

@@ -36,7 +36,8 @@ def main(argv) -> int:
 
 def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--data", default="data/dataset", help="dataset root")
-    parser.add_argument("--model", required=True, help="model directory (from `cwm train`)")
+    parser.add_argument("--model", default=None,
+                        help="model directory (from `cwm train`; default: the shipped model)")
     parser.add_argument("--out", default="bench/results/ranking.json")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=2, help="torch threads")
@@ -56,9 +57,12 @@ def eval_main(argv) -> int:
 
     from cwm.model.evaluate import evaluate
 
+    from cwm.model import default_model_dir
+
     torch.set_num_threads(args.threads)
-    result = evaluate(args.data, args.model, seed=args.seed)
-    result.update(machine=describe(), date=today(), model=args.model)
+    model_dir = args.model or str(default_model_dir())
+    result = evaluate(args.data, model_dir, seed=args.seed)
+    result.update(machine=describe(), date=today(), model=model_dir)
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
     with open(args.out, "w") as f:
         json.dump(result, f, indent=2, default=float)
