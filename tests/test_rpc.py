@@ -1,7 +1,7 @@
 """Distributed measurement: a local RPC tracker + two servers on 127.0.0.1 measure a tuning run.
 
 One tracker and two ``tvm.exec.rpc_server`` processes are started for the whole module (about
-10 s: each imports TVM), then stopped. ~25 s in all on a 2-vCPU box.
+10 s: each imports TVM), then stopped. ~45 s in all on a loaded 2-vCPU box (with the `cwm tune --rpc` CLI test).
 """
 from __future__ import annotations
 
@@ -93,3 +93,31 @@ def test_so_artifact_runs_on_a_server(cluster):
     for leftover in glob.glob(os.path.join(os.path.dirname(path), "*")):
         os.remove(leftover)
     os.rmdir(os.path.dirname(path))
+
+
+def test_cli_tune_through_rpc(cluster, tmp_path, capsys):
+    """``cwm tune ... --rpc HOST:PORT:KEY`` measures on the cluster's servers (CLI main, in-process)."""
+    import math
+    import re
+
+    from cwm.tuning.cli import main
+
+    loads_before = sum(open(s.log_path).read().count("load_module") for s in cluster.servers)
+    rc = main(["matmul_256", "--trials", "8", "--cost-model", "random", "--rpc", cluster.spec,
+               "--rpc-workers", "2", "--rpc-timeout", "30", "--work-dir", str(tmp_path / "wd")])
+    out = capsys.readouterr().out
+    assert rc == 0, out
+    assert f"RPC {cluster.spec}" in out and "measured (8 valid) of 8 requested" in out, out
+    best = float(re.search(r"best latency\s+([0-9.]+) us", out).group(1))
+    assert math.isfinite(best) and best > 0
+    loads = sum(open(s.log_path).read().count("load_module") for s in cluster.servers)
+    assert loads - loads_before >= 8  # measured remotely, not here
+
+
+def test_cli_rejects_a_bad_rpc_spec(capsys):
+    from cwm.tuning.cli import main
+
+    with pytest.raises(SystemExit) as exit_info:
+        main(["matmul_256", "--rpc", "127.0.0.1:9190"])
+    assert exit_info.value.code == 2
+    assert "host:port:key" in capsys.readouterr().err

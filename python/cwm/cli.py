@@ -16,6 +16,9 @@ COMMANDS = {
     "train": ("cwm.model.cli", "train the world model (encoder, TransH transition, ranker) on the dataset"),
     "eval": ("cwm.model.eval_cli", "rank the held-out test tasks with the world model and the baselines"),
     "tune": ("cwm.tuning.cli", "tune one TIR workload with a chosen cost model (cwm, xgb, xgb-pretrained, random)"),
+    "compile": ("cwm.compile.cli", "compile an ONNX model: tune, build and export it to a folder (docs/compile.md)"),
+    "run": ("cwm.compile.run_cli", "run a compiled-model folder on .npy inputs"),
+    "bench": ("cwm.compile.bench_cli", "median latency of a compiled-model folder"),
 }
 
 

@@ -49,9 +49,11 @@ def import_onnx(name: str, cache_dir: str | None = None, small: bool = False):
                            {spec.input_name: spec.input_dtype})
 
 
-def from_onnx_model(model, shape_dict: dict, dtype_dict: dict | str = "float32"):
+def from_onnx_model(model, shape_dict: dict, dtype_dict: dict | str = "float32",
+                    keep_params_in_input: bool = False):
     """``tvm.relax.frontend.onnx.from_onnx`` with unsupported-op errors translated (and the
-    graph rewrites of :mod:`cwm.frontends.onnx_fixes` applied first)."""
+    graph rewrites of :mod:`cwm.frontends.onnx_fixes` applied first). ``keep_params_in_input``:
+    weights become trailing parameters of ``main`` (``num_input`` attr) instead of constants."""
     import warnings
 
     import tvm
@@ -64,7 +66,7 @@ def from_onnx_model(model, shape_dict: dict, dtype_dict: dict | str = "float32")
         with warnings.catch_warnings():  # the onnx checker's complaints are only warnings
             warnings.simplefilter("ignore")
             return from_onnx(model, shape_dict=shape_dict, dtype_dict=dtype_dict,
-                             keep_params_in_input=False)
+                             keep_params_in_input=keep_params_in_input)
     except tvm.error.OpNotImplemented as error:
         found = _ONNX_LIST.search(str(error))
         if not found:
@@ -104,13 +106,15 @@ def import_torch(name: str, small: bool = False):
     return from_exported_program(program)
 
 
-def from_exported_program(program):
-    """Core-ATen-decompose ``program`` and import it, translating unsupported-op errors."""
+def from_exported_program(program, keep_params_as_input: bool = False):
+    """Core-ATen-decompose ``program`` and import it, translating unsupported-op errors.
+    ``keep_params_as_input``: weights become trailing parameters of ``main`` (``num_input``
+    attr) instead of constants."""
     from tvm.relax.frontend.torch import from_exported_program as translate
 
     program = program.run_decompositions()  # done here so node names match the graph
     try:
-        return translate(program, keep_params_as_input=False, unwrap_unit_return_tuple=True,
+        return translate(program, keep_params_as_input=keep_params_as_input, unwrap_unit_return_tuple=True,
                          run_ep_decomposition=False)
     except AssertionError as error:
         found = _TORCH_LIST.search(str(error))

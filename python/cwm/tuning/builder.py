@@ -19,20 +19,24 @@ from tvm.s_tir.meta_schedule.builder import BuilderResult, PyBuilder
 
 @derived_object
 class InProcessBuilder(PyBuilder):
-    """Build ``BuilderInput`` s with ``default_build`` + ``default_export`` on threads."""
+    """Build ``BuilderInput`` s with ``default_build`` + ``default_export`` on threads.
 
-    def __init__(self, max_workers: int = 2):
+    ``f_export(runtime_module) -> path``: how an artifact is written (default MetaSchedule's
+    ``default_export``, a ``.tar``; e.g. :func:`cwm.tuning.rpc.export_so` for a ``.so``).
+    """
+
+    def __init__(self, max_workers: int = 2, f_export=None):
         super().__init__()
         self.max_workers = max_workers
+        self.f_export = f_export
 
-    @staticmethod
-    def _build_one(build_input):
+    def _build_one(self, build_input):
         from tvm.s_tir.meta_schedule.builder.local_builder import default_build, default_export
 
         try:
             with build_input.target:  # CUDA+nvcc reads the arch from Target.current()
                 runtime_mod = default_build(build_input.mod, build_input.target, None)
-            return BuilderResult(default_export(runtime_mod), None)
+            return BuilderResult((self.f_export or default_export)(runtime_mod), None)
         except Exception as error:  # a failed candidate is a result, not a crash
             return BuilderResult(None, f"InProcessBuilder: {error}")
 

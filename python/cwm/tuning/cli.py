@@ -28,6 +28,17 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--save-cost-model", default=None,
                         help="after tuning, save the cost model's state here (cwm: what it adapted)")
     parser.add_argument("--verbose", action="store_true", help="show MetaSchedule's per-round tables")
+    rpc = parser.add_argument_group("remote measurement (docs/rpc.md)")
+    rpc.add_argument("--rpc", default=None, metavar="HOST:PORT:KEY",
+                     help="measure on the RPC servers of KEY registered at the tracker HOST:PORT instead of "
+                          "locally (needed for --target cuda on a machine without a GPU)")
+    rpc.add_argument("--rpc-workers", type=int, default=1, metavar="N",
+                     help="concurrent RPC sessions, at most one per server of KEY (default: 1)")
+    rpc.add_argument("--rpc-timeout", type=float, default=60, metavar="S",
+                     help="per-candidate session timeout in seconds: upload + link + run (default: 60)")
+    rpc.add_argument("--rpc-export", choices=("tar", "so"), default="tar",
+                     help="artifact format: tar (objects, linked by the server's C compiler; default) or so "
+                          "(linked here, for servers without a compiler)")
 
 
 def _from_script(path: Path):
@@ -78,22 +89,47 @@ def main(argv) -> int:
     parser = argparse.ArgumentParser(prog="python -m cwm tune", description=__doc__.splitlines()[0])
     add_arguments(parser)
     args = parser.parse_args(argv)
+    if args.rpc_workers < 1:
+        parser.error("--rpc-workers must be >= 1")
+    if args.rpc_timeout <= 0:
+        parser.error("--rpc-timeout must be > 0")
+    if args.rpc is not None:
+        from cwm.tuning.rpc import parse_rpc_spec
+
+        try:
+            parse_rpc_spec(args.rpc)
+        except ValueError as error:
+            parser.error(f"--rpc: {error}")
     try:
         name, workload = resolve_workload(args.workload, args.data)
     except (LookupError, ValueError) as error:
         print(f"cwm tune: {error.args[0] if error.args else error}", file=sys.stderr)
         return 2
     import cwm
+    from cwm.targets.cuda import CudaUnavailable
+    from cwm.tuning import rpc
+    from cwm.tuning.settings import FastSettings
+    from cwm.tuning.tune import NoLocalGPU
 
+    settings = FastSettings(export=args.rpc_export)
+    runner = None
+    if args.rpc is not None:
+        runner = rpc.runner_from_spec(args.rpc, settings=settings, max_workers=args.rpc_workers,
+                                      session_timeout_sec=args.rpc_timeout)
     try:
         result = cwm.tune(workload, target=args.target, trials=args.trials, cost_model=args.cost_model,
                           work_dir=args.work_dir, seed=args.seed, model_dir=args.model_dir,
                           pretrained_xgb=args.pretrained_xgb, dataset=args.data or "data/dataset",
-                          verbose=args.verbose)
-    except FileNotFoundError as error:  # no shipped model / dataset: say so, no traceback
+                          runner=runner, settings=settings, verbose=args.verbose)
+    except (FileNotFoundError, NoLocalGPU, CudaUnavailable) as error:  # say so, no traceback
         print(f"cwm tune: {error}", file=sys.stderr)
         return 2
+    finally:
+        if runner is not None:
+            rpc.close_runner(runner)
     print(f"{'workload':<14}{name}")
+    if args.rpc is not None:
+        print(f"{'measured on':<14}RPC {args.rpc} ({args.rpc_workers} session(s), {args.rpc_export} artifacts)")
     print(result.summary())
     if args.save_cost_model:
         result.model.save(args.save_cost_model)

@@ -52,7 +52,7 @@ def tune_model(fused, target, trials_per_task: int = 32, work_dir: str | None = 
     os.makedirs(work_dir, exist_ok=True)  # tune_tasks does not create it
     cores = int(target.attrs.get("num-cores", 0) or os.cpu_count() or 1)
     start = time.perf_counter()
-    builder, runner = settings.builder(), settings.runner()
+    builder, runner = settings.builder(target), settings.runner()
     with console(verbose), _closing_builder(builder), _closing_builder(runner):
         tasks = ms.relax_integration.extract_tasks(fused, target)
         contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(

@@ -43,12 +43,17 @@ class FastSettings:
     #: candidate becomes an error result; "in-process": measure in this process
     runner_kind: str = "pooled"
     run_timeout_s: float = 60.0
+    #: artifact format of the builder: "tar" (default: MetaSchedule's gzipped ``.tar`` of objects,
+    #: linked by whoever loads it) or "so" (linked here, for RPC servers without a C compiler)
+    export: str = "tar"
 
     def __post_init__(self):
         if self.builder_kind not in ("pooled", "in-process"):
             raise ValueError(f"builder_kind must be 'pooled' or 'in-process', not {self.builder_kind!r}")
         if self.runner_kind not in ("pooled", "in-process"):
             raise ValueError(f"runner_kind must be 'pooled' or 'in-process', not {self.runner_kind!r}")
+        if self.export not in ("tar", "so"):
+            raise ValueError(f"export must be 'tar' or 'so', not {self.export!r}")
         if self.init_min_unmeasured > self.population_size:
             raise ValueError("init_min_unmeasured must be <= population_size "
                              f"({self.init_min_unmeasured} > {self.population_size})")
@@ -68,16 +73,40 @@ class FastSettings:
         return ms.runner.EvaluatorConfig(number=self.number, repeat=self.repeat,
                                          min_repeat_ms=self.min_repeat_ms)
 
-    def builder(self):
+    def builder(self, target=None):
         """A :func:`~cwm.tuning.pooled_builder.PooledBuilder` (default) or an
-        :class:`~cwm.tuning.builder.InProcessBuilder`, with ``builder_workers`` workers."""
+        :class:`~cwm.tuning.builder.InProcessBuilder`, with ``builder_workers`` workers.
+
+        ``target`` (a ``Target`` or anything :func:`~cwm.tuning.target.resolve_target` takes;
+        optional): for a cuda target the builder embeds real GPU code (fatbin) in its artifacts,
+        not CUDA source (docs/cuda.md): the pooled workers build with
+        :func:`cwm.targets.cuda.build_in_worker`, and for the in-process builder
+        :func:`cwm.targets.cuda.enable_cuda_codegen` is called here first (process-wide).
+        ``export="so"`` links ``.so`` artifacts (:func:`cwm.tuning.rpc.build_so_in_worker`,
+        which also enables the CUDA code generation in its worker).
+        """
+        cuda = target is not None and _target_kind(target) == "cuda"
+        if cuda:
+            _check_cuda_compiler()
         if self.builder_kind == "in-process":
             from cwm.tuning.builder import InProcessBuilder
 
-            return InProcessBuilder(max_workers=self.builder_workers)
+            if cuda:
+                from cwm.targets.cuda import enable_cuda_codegen
+
+                enable_cuda_codegen(target)
+            f_export = None
+            if self.export == "so":
+                from cwm.tuning.rpc import export_so as f_export
+            return InProcessBuilder(max_workers=self.builder_workers, f_export=f_export)
         from cwm.tuning.pooled_builder import PooledBuilder
 
-        return PooledBuilder(max_workers=self.builder_workers, timeout_sec=self.build_timeout_s)
+        build_fn = None
+        if self.export == "so":
+            from cwm.tuning.rpc import build_so_in_worker as build_fn
+        elif cuda:
+            from cwm.targets.cuda import build_in_worker as build_fn
+        return PooledBuilder(max_workers=self.builder_workers, timeout_sec=self.build_timeout_s, build_fn=build_fn)
 
     def runner(self):
         """A :func:`~cwm.tuning.pooled_runner.PooledRunner` (default) or an
@@ -90,7 +119,24 @@ class FastSettings:
 
         return PooledRunner(self.evaluator_config(), timeout_sec=self.run_timeout_s)
 
-        return InProcessRunner(self.evaluator_config())
+
+def _target_kind(target) -> str:
+    """``"llvm"``, ``"cuda"``, ... of a ``Target`` or a spec :func:`~cwm.tuning.target.resolve_target` takes."""
+    kind = getattr(target, "kind", None)
+    if kind is not None:
+        return kind.name
+    from cwm.tuning.target import resolve_target
+
+    return resolve_target(target).kind.name
+
+
+def _check_cuda_compiler() -> None:
+    """Fail early (not once per candidate in a worker) when no GPU code can be produced here."""
+    from cwm.targets.cuda import CudaUnavailable, _have_nvrtc, find_nvcc
+
+    if find_nvcc() is None and not _have_nvrtc():
+        raise CudaUnavailable("tuning for cuda builds real GPU code here and needs nvcc (set CWM_NVCC or put it "
+                              "on PATH) or NVRTC (the cuda-bindings package)")
 
 
 #: MetaSchedule's own defaults (``EvolutionarySearch()``, ``EvaluatorConfig()``, 64 trials per

@@ -156,6 +156,31 @@ def _as_builder(builder):
     return ms.builder.Builder.create(builder) if isinstance(builder, str) else builder
 
 
+class NoLocalGPU(RuntimeError):
+    """Tuning for a GPU target without a runner, on a machine without such a GPU."""
+
+
+def local_device_exists(target) -> bool:
+    """True when this machine has a device of ``target``'s kind (``tvm.cuda(0).exist`` for cuda);
+    always True for CPU targets."""
+    import tvm
+
+    kind = target.kind.name
+    if kind == "cuda":
+        return bool(tvm.cuda(0).exist)
+    return True
+
+
+def check_local_device(target, runner) -> None:
+    """:class:`NoLocalGPU` when ``target`` needs a GPU, ``runner`` is None (measure locally) and
+    this machine has none."""
+    if runner is None and not local_device_exists(target):
+        raise NoLocalGPU(f"no local GPU was found for target {target.kind.name} ({target}); candidates cannot be "
+                         "measured here. Pass an RPC runner to a machine with the GPU: "
+                         "runner=cwm.tuning.rpc.runner_from_spec('HOST:PORT:KEY') in Python, or "
+                         "`cwm tune ... --rpc HOST:PORT:KEY` (docs/rpc.md)")
+
+
 def tune_tir(mod, target="llvm", trials: int = 64, work_dir: str | None = None,
              cost_model="xgb", seed: int = 0, settings: FastSettings = FastSettings(),
              runner=None, builder=None, verbose: bool = False, measure_callbacks=(),
@@ -165,7 +190,10 @@ def tune_tir(mod, target="llvm", trials: int = 64, work_dir: str | None = None,
     ``target`` is anything :func:`~cwm.tuning.target.resolve_target` accepts; ``work_dir``
     (a fresh temp dir when None) receives MetaSchedule's JSON database and logs; ``runner``
     and ``builder`` override the pooled ones from ``settings`` (a MetaSchedule ``Runner`` /
-    ``Builder``, used as is, or a name such as ``"local"``); ``verbose`` shows MetaSchedule's
+    ``Builder``, used as is, or a name such as ``"local"``). For a cuda target the default
+    builder embeds real GPU code (``settings.builder(target)``), and ``runner=None`` raises
+    :class:`NoLocalGPU` unless this machine has a GPU (``tvm.cuda(0).exist``): pass an
+    ``RPCRunner`` (:func:`cwm.tuning.rpc.runner_from_spec`). ``verbose`` shows MetaSchedule's
     console log (otherwise it only goes to ``work_dir/logs``). ``cost_model`` and
     ``cost_model_options`` go to :func:`make_cost_model` (with ``seed``); ``seed`` also seeds
     MetaSchedule's search (``ms.tune_tir(seed=...)``). ``measure_callbacks`` are added after
@@ -179,6 +207,7 @@ def tune_tir(mod, target="llvm", trials: int = 64, work_dir: str | None = None,
     from cwm.tuning.timing import Clock, TimedBuilder, TimedCostModel, TimedRunner
 
     target = resolve_target(target)
+    check_local_device(target, runner)
     work_dir = work_dir or tempfile.mkdtemp(prefix="cwm_tune_")
     os.makedirs(work_dir, exist_ok=True)
     cores = _num_cores(target)
@@ -187,7 +216,7 @@ def tune_tir(mod, target="llvm", trials: int = 64, work_dir: str | None = None,
     model = make_cost_model(cost_model, cores, seed=seed, **cost_model_options)
     setup_s = time.perf_counter() - start
     own_builder, own_runner = builder is None, runner is None
-    builder = _as_builder(builder) if builder is not None else settings.builder()
+    builder = _as_builder(builder) if builder is not None else settings.builder(target)
     runner = _as_runner(runner) if runner is not None else settings.runner()
     records: list[dict] = []
     callbacks = list(ms.measure_callback.MeasureCallback.create("default"))
@@ -302,8 +331,10 @@ def tune(workload, target="llvm", trials: int = 64, cost_model="cwm", work_dir: 
     its defaults), ``"xgb-pretrained"`` (``XGBModel`` pre-trained on the dataset's training
     records: the file ``pretrained_xgb``, or built from ``dataset`` once and cached in
     ``cache_dir``), ``"random"`` (MetaSchedule's ``RandomModel``), or a ``CostModel`` instance.
-    ``runner``: None -> the pooled local runner of ``settings``; a MetaSchedule ``Runner``
-    (e.g. ``RPCRunner``) is used as is. ``seed`` seeds MetaSchedule's search and the cost model.
+    ``runner``: None -> the pooled local runner of ``settings`` (for ``target="cuda"`` only
+    where this machine has a GPU; otherwise :class:`NoLocalGPU`); a MetaSchedule ``Runner``
+    (e.g. ``RPCRunner``, :func:`cwm.tuning.rpc.runner_from_spec`) is used as is, not closed.
+    ``seed`` seeds MetaSchedule's search and the cost model.
     See :func:`tune_tir` for the rest and :class:`TuneResult` for what comes back.
     """
     check_workload(workload)

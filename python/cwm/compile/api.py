@@ -1,0 +1,122 @@
+"""``cwm.compile(model, ...) -> CompiledModel`` and ``cwm.load(dir) -> CompiledModel``.
+
+:func:`compile` = :func:`run_pipeline` (import, partition, tune, apply the database, build:
+``CompileOptions.pipeline``) + a :class:`~cwm.compile.compiled_model.CompiledModel` around the
+result, with a report of what was done. docs/compile.md has the whole story.
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+
+from cwm.compile.errors import CompileError
+from cwm.compile.options import CompileOptions, make_options
+
+
+def make_instruments(options: CompileOptions) -> list:
+    """The instruments of a compile: timing (always first), IR dump, print-after, the user's."""
+    from cwm.compile.instruments import DumpIR, PrintAfter, Timing
+    from cwm.compile.passes import get_pass
+
+    instruments = [Timing()]
+    if options.dump_ir:
+        instruments.append(DumpIR(options.dump_ir))
+    if options.print_after:
+        for name in options.print_after:
+            get_pass(name)  # an unknown name is an error, not a silent no-op
+        instruments.append(PrintAfter(options.print_after))
+    return instruments + list(options.instruments)
+
+
+def run_pipeline(model, options: CompileOptions | None = None, **kwargs):
+    """Run the options' pipeline on ``model``; return the :class:`~cwm.compile.state.CompileState`.
+
+    Use it for partial pipelines (e.g. ``pipeline="cwm-import,cwm-partition"`` to look at the
+    tasks); :func:`compile` wraps a pipeline that ends with a build.
+    """
+    from cwm.compile.pipeline import resolve
+    from cwm.compile.state import CompileState
+    from cwm.tuning.target import resolve_target
+
+    options = make_options(options, caller="cwm.compile.run_pipeline()", **kwargs)
+    pipeline = resolve(options.pipeline)
+    target = resolve_target(options.target)
+    work_dir = os.fspath(options.work_dir) if options.work_dir else tempfile.mkdtemp(prefix="cwm_compile_")
+    os.makedirs(work_dir, exist_ok=True)
+    state = CompileState(source=model, options=options, target=target, work_dir=work_dir)
+    instruments = make_instruments(options)
+    start = time.perf_counter()
+    pipeline.run(state, instruments)
+    state.wall_s = time.perf_counter() - start
+    state.pipeline = str(pipeline)
+    state.pass_seconds = instruments[0].seconds()
+    return state
+
+
+def compile(model, options: CompileOptions | None = None, **kwargs):  # noqa: A001 - the public name
+    """Compile ``model`` for a target and return a callable :class:`CompiledModel`.
+
+    ``model``: an ``onnx.ModelProto``, a path to an ``.onnx`` file, a ``torch.nn.Module``
+    (with ``example_inputs=``), a ``torch.export.ExportedProgram`` or a Relax ``IRModule``.
+    Keyword arguments are the fields of :class:`CompileOptions` (``target``,
+    ``trials_per_task``, ``cost_model``, ``runner``, ``work_dir``, ``pipeline``, ...); an
+    unknown one is a ``TypeError`` that lists them. ``options`` gives them all at once.
+    """
+    from cwm.compile.compiled_model import CompiledModel
+    from cwm.compile.pipeline import resolve
+    from cwm.compile.tuning import database_files
+
+    options = make_options(options, **kwargs)
+    if "cwm-build" not in resolve(options.pipeline).names:
+        raise CompileError(f"pipeline {str(resolve(options.pipeline))!r} has no cwm-build pass, so there is "
+                           "nothing to run; use cwm.compile.run_pipeline for partial pipelines")
+    state = run_pipeline(model, options)
+    files = database_files(state.work_dir) if state.database is not None else []
+    compiled = CompiledModel(state.executable, state.target, state.inputs, state.outputs, state.params,
+                             state.param_mode, report=_report(state), pipeline=state.pipeline,
+                             database_files=files, frontend=state.frontend)
+    if options.measure_baseline and compiled.device.exist:
+        _measure(compiled, state, options)
+    return compiled
+
+
+def load(path, check_versions: bool = True, check_target: bool = True):
+    """The compiled model in the folder ``path`` (written by ``CompiledModel.export``), after
+    checking file hashes, versions and that its target runs here (:mod:`cwm.compile.artifact`)."""
+    from cwm.compile.artifact import load as load_artifact
+
+    return load_artifact(path, check_versions=check_versions, check_target=check_target)
+
+
+def _report(state) -> dict:
+    tuning = state.tuning.to_json() if state.tuning is not None else None
+    tasks = tuning["tasks"] if tuning else [{"name": t.task_name, "weight": int(t.weight)} for t in state.tasks]
+    return {
+        "pipeline": state.pipeline, "target": str(state.target), "frontend": state.frontend,
+        "work_dir": state.work_dir, "tasks": tasks,
+        "trials_per_task": tuning["trials_per_task"] if tuning else 0,
+        "new_records": tuning["new_records"] if tuning else 0,
+        "reused_records": tuning["reused_records"] if tuning else 0,
+        "cost_model": tuning["cost_model"] if tuning else None,
+        "tune_s": tuning["wall_s"] if tuning else 0.0,
+        "scheduled_functions": state.scheduled_functions, "builder": state.builder_name,
+        "build_info": state.build_info,
+        "param_mode": state.param_mode,
+        "pass_seconds": {k: round(v, 3) for k, v in state.pass_seconds.items()},
+        "wall_s": round(state.wall_s, 3),
+    }
+
+
+def _measure(compiled, state, options) -> None:
+    """Latency after (this model) and before tuning (the fused module built without the database)."""
+    from cwm.compile.compiled_model import CompiledModel
+    from cwm.compile.passes import build
+
+    inputs = compiled.example_inputs(options.seed)
+    compiled.report["latency_after_us"] = compiled.benchmark(*inputs, runs=options.bench_runs)["median_us"]
+    if state.fused is None:
+        return
+    executable, _, _ = build(state.fused, state.target)
+    untuned = CompiledModel(executable, state.target, state.inputs, state.outputs, state.params, state.param_mode)
+    compiled.report["latency_before_us"] = untuned.benchmark(*inputs, runs=options.bench_runs)["median_us"]

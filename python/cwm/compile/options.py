@@ -1,0 +1,102 @@
+"""``CompileOptions``: every knob of :func:`cwm.compile`, in one dataclass.
+
+The keyword arguments of ``cwm.compile(model, **kwargs)`` are exactly the fields below;
+an unknown keyword is a ``TypeError`` that lists them (:func:`make_options`). Pass options
+written in the pipeline text (``cwm-tune{trials=8}``) override the field they stand for for
+that pass only (see :mod:`cwm.compile.passes`).
+"""
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass
+class CompileOptions:
+    """How :func:`cwm.compile` imports, tunes and builds a model (docs/compile.md)."""
+
+    #: ``"llvm"`` (this host, with ``mcpu``), ``"cuda"``, a dict or a ``tvm.target.Target``
+    #: (:func:`cwm.tuning.target.resolve_target`)
+    target: Any = "llvm"
+    #: measured candidates per task (a task already in ``work_dir``'s database counts what it has)
+    trials_per_task: int = 64
+    #: ``"cwm"`` (the world model; fails clearly when none is installed), ``"xgb"``,
+    #: ``"xgb-pretrained"``, ``"random"`` or a MetaSchedule ``CostModel`` instance
+    cost_model: Any = "cwm"
+    #: a MetaSchedule ``Runner`` (e.g. an ``RPCRunner``); None: the local pooled runner of ``settings``
+    runner: Any = None
+    #: a MetaSchedule ``Builder``; None: the local pooled builder of ``settings``
+    builder: Any = None
+    #: tuning database + logs; reused (and resumed) by a later compile with the same folder.
+    #: None: a fresh temporary folder
+    work_dir: Any = None
+    #: a pipeline name (:data:`cwm.compile.pipeline.PIPELINES`), a pipeline text or a ``Pipeline``
+    pipeline: Any = "default"
+    #: example inputs of a ``torch.nn.Module`` (a tensor or a tuple of tensors); required for one
+    example_inputs: Any = None
+    #: ``{input name: shape}`` for ONNX inputs with symbolic dimensions
+    input_shapes: dict | None = None
+    #: ``{input name: dtype}`` overriding the dtypes an ONNX model declares
+    input_dtypes: dict | None = None
+    #: seeds MetaSchedule's search and the cost model
+    seed: int = 0
+    #: the world-model directory for ``cost_model="cwm"`` (None: the shipped one)
+    model_dir: Any = None
+    #: search/measurement knobs (:class:`cwm.tuning.settings.FastSettings`); None: the defaults
+    settings: Any = None
+    #: extra MetaSchedule ``MeasureCallback`` objects, called after the default ones
+    measure_callbacks: tuple = ()
+    #: extra ``tvm.instrument.PassInstrument`` objects for the pipeline's ``PassContext``
+    instruments: tuple = ()
+    #: write the IR after every cwm pass into this folder (:class:`~cwm.compile.instruments.DumpIR`)
+    dump_ir: Any = None
+    #: print the IR after these passes (names, e.g. ``("cwm-partition",)``)
+    print_after: tuple = ()
+    #: also build the untuned module and measure latency before/after tuning (into ``report``)
+    measure_baseline: bool = False
+    #: timed runs per latency measurement (``measure_baseline``)
+    bench_runs: int = 20
+    #: show progress bars (tqdm, on stderr) while tuning
+    progress: bool = False
+    #: show MetaSchedule's own console log
+    verbose: bool = False
+
+    def __post_init__(self):
+        from cwm.tuning.tune import COST_MODELS  # cheap: tune.py imports TVM lazily
+
+        if isinstance(self.trials_per_task, bool) or not isinstance(self.trials_per_task, int) \
+                or self.trials_per_task < 0:
+            raise ValueError(f"trials_per_task must be an int >= 0, not {self.trials_per_task!r}")
+        if isinstance(self.cost_model, str) and self.cost_model not in COST_MODELS:
+            raise ValueError(f"unknown cost_model {self.cost_model!r}; use one of {list(COST_MODELS)} "
+                             "or a MetaSchedule CostModel instance")
+        if isinstance(self.print_after, str):
+            self.print_after = (self.print_after,)
+        self.print_after = tuple(self.print_after)
+        self.instruments = tuple(self.instruments)
+        self.measure_callbacks = tuple(self.measure_callbacks)
+        if self.bench_runs < 1:
+            raise ValueError(f"bench_runs must be >= 1, not {self.bench_runs}")
+
+    @classmethod
+    def field_names(cls) -> list[str]:
+        return [f.name for f in dataclasses.fields(cls)]
+
+
+def make_options(options: CompileOptions | None = None, caller: str = "cwm.compile()",
+                 **kwargs) -> CompileOptions:
+    """``options`` (or the defaults) with ``kwargs`` replaced; an unknown name is a ``TypeError``."""
+    names = CompileOptions.field_names()
+    unknown = sorted(set(kwargs) - set(names))
+    if unknown:
+        raise TypeError(f"{caller} got unexpected keyword argument(s) {', '.join(map(repr, unknown))}; "
+                        f"the options (CompileOptions fields) are: {', '.join(names)}")
+    if options is None:
+        return CompileOptions(**kwargs)
+    if not isinstance(options, CompileOptions):
+        raise TypeError(f"options must be a CompileOptions, not {type(options).__name__}")
+    return dataclasses.replace(options, **kwargs)
+
+
+__all__ = ["CompileOptions", "make_options"]

@@ -1,0 +1,320 @@
+"""Resumable tuning of a model's tasks into a MetaSchedule JSON database in ``work_dir``.
+
+**Records are committed as they are measured.** MetaSchedule's ``JSONDatabase`` appends one
+line per measured candidate to ``work_dir/database_tuning_record.json`` (its
+``AddToDatabase`` measure callback runs after every batch), so a compile that is killed keeps
+everything measured so far.
+
+**A task is tuned only for what it lacks.** Before tuning, every task's records already in the
+database are counted (matched structurally, like MetaSchedule's own lookups); a task with at
+least ``trials`` records is reused as is, otherwise it is tuned for ``trials - existing``
+more candidates. A task whose search finished (budget spent, or its space exhausted: a
+``reshape`` has one schedule) is noted in ``work_dir/cwm_tuning_state.json`` with the budget
+it was tuned for, so that a small space is not searched again by every later compile. Tasks
+are tuned one after the other (one ``tune_tasks`` call each), which is what makes the
+state per task exact; the cost model object is shared by all of them.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import asdict, dataclass, field
+
+from cwm.compile.errors import CompileError
+
+STATE_FILE = "cwm_tuning_state.json"
+STATE_FORMAT = "cwm-tuning-state"
+#: MetaSchedule stores failed candidates with this latency (seconds)
+FAILED_SECS = 1e10
+
+
+@dataclass
+class TaskReport:
+    """One task: how many records it had (``reused``), how many were measured now (``new``)."""
+
+    name: str
+    key: str
+    weight: int
+    requested: int
+    reused: int = 0
+    new: int = 0
+    wall_s: float = 0.0
+    best_us: float | None = None
+    #: "tuned", "reused" (enough records), "finished" (its search ended before; see module docstring)
+    status: str = "tuned"
+
+
+@dataclass
+class TuningReport:
+    """All tasks of one compile's tuning step."""
+
+    tasks: list = field(default_factory=list)
+    work_dir: str = ""
+    wall_s: float = 0.0
+    cost_model: str = ""
+    trials_per_task: int = 0
+
+    @property
+    def new_records(self) -> int:
+        return sum(t.new for t in self.tasks)
+
+    @property
+    def reused_records(self) -> int:
+        return sum(t.reused for t in self.tasks)
+
+    def to_json(self) -> dict:
+        return {"work_dir": self.work_dir, "wall_s": round(self.wall_s, 3), "cost_model": self.cost_model,
+                "trials_per_task": self.trials_per_task, "new_records": self.new_records,
+                "reused_records": self.reused_records, "tasks": [asdict(t) for t in self.tasks]}
+
+
+def task_key(task) -> str:
+    """A stable key of a task: the structural hash of its TIR workload, as 16 hex digits."""
+    import tvm_ffi
+
+    return f"{tvm_ffi.structural_hash(task.dispatched[0]) & ((1 << 64) - 1):016x}"
+
+
+def open_database(work_dir: str):
+    """MetaSchedule's ``JSONDatabase`` in ``work_dir`` (created if missing; a line cut short by a
+    killed process is dropped first, see :func:`drop_partial_line`)."""
+    from tvm.s_tir import meta_schedule as ms
+
+    os.makedirs(work_dir, exist_ok=True)
+    for path in database_files(work_dir):
+        drop_partial_line(path)
+    return ms.database.JSONDatabase(work_dir=work_dir)
+
+
+def drop_partial_line(path: str) -> bool:
+    """Cut a last line without its newline off the JSON-lines file ``path``; True if one was.
+
+    ``JSONDatabase`` writes one record per line; a process killed in the middle of a write
+    leaves a partial line that would make the whole database unreadable.
+    """
+    with open(path, "rb+") as f:
+        data = f.read()
+        if not data or data.endswith(b"\n"):
+            return False
+        f.truncate(data.rfind(b"\n") + 1)
+    return True
+
+
+def database_files(work_dir: str) -> list:
+    """The paths of the JSON database files of ``work_dir`` that exist."""
+    names = ("database_workload.json", "database_tuning_record.json")
+    return [os.path.join(work_dir, n) for n in names if os.path.isfile(os.path.join(work_dir, n))]
+
+
+def _workloads(database, tasks) -> list:
+    return [database.commit_workload(t.dispatched[0]) if database.has_workload(t.dispatched[0]) else None
+            for t in tasks]
+
+
+def records_per_task(database, tasks) -> list:
+    """How many records (valid or failed) ``database`` holds for each task."""
+    workloads = _workloads(database, tasks)
+    counts = [0] * len(tasks)
+    for record in database.get_all_tuning_records():
+        for index, workload in enumerate(workloads):
+            if workload is not None and record.workload.same_as(workload):
+                counts[index] += 1
+                break
+    return counts
+
+
+def best_us(database, task) -> float | None:
+    """The mean latency (us) of the best valid record of ``task``, or None."""
+    if not database.has_workload(task.dispatched[0]):
+        return None
+    top = database.get_top_k(database.commit_workload(task.dispatched[0]), 1)
+    if not top:
+        return None
+    secs = [float(s) for s in (top[0].run_secs or [])]
+    return sum(secs) / len(secs) * 1e6 if secs and max(secs) < FAILED_SECS else None
+
+
+def _load_state(work_dir: str) -> dict:
+    path = os.path.join(work_dir, STATE_FILE)
+    if not os.path.isfile(path):
+        return {}
+    try:
+        data = json.loads(open(path).read())
+    except (OSError, ValueError):
+        return {}  # a damaged state file only costs re-searching finished tasks
+    return data.get("tasks", {}) if data.get("format") == STATE_FORMAT else {}
+
+
+def _save_state(work_dir: str, tasks: dict) -> None:
+    path = os.path.join(work_dir, STATE_FILE)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w") as f:
+        json.dump({"format": STATE_FORMAT, "version": 1, "tasks": tasks}, f, indent=1, sort_keys=True)
+    os.replace(tmp, path)
+
+
+def make_model(spec, num_cores: int, seed: int, model_dir=None):
+    """The cost model named by ``spec`` (:func:`cwm.tuning.tune.make_cost_model`).
+
+    ``"cwm"`` never falls back: when the world model cannot be loaded the error says so and
+    names ``cost_model="xgb"`` as the way to compile without it.
+    """
+    from cwm.tuning.tune import make_cost_model
+
+    if isinstance(spec, str) and spec == "cwm":
+        try:
+            return make_cost_model("cwm", num_cores, seed=seed, model_dir=model_dir)
+        except Exception as error:  # noqa: BLE001 - missing model, missing files, import errors
+            where = f"model_dir={str(model_dir)!r}" if model_dir is not None else "the shipped model"
+            raise CompileError(
+                f"cost_model='cwm' needs the CWM world model, and {where} could not be loaded "
+                f"({type(error).__name__}: {error}). Pass cost_model='xgb' to tune with MetaSchedule's "
+                "XGBoost model instead, or model_dir=DIR naming a model trained with `cwm train`.") from error
+    return make_cost_model(spec, num_cores, seed=seed)
+
+
+def _check_runner(target, runner) -> None:
+    """Tuning for a GPU with the local runner needs a GPU here."""
+    kind = target.kind.name
+    if runner is not None or kind == "llvm":
+        return
+    import tvm
+
+    if not tvm.runtime.device(kind, 0).exist:
+        raise CompileError(
+            f"tuning for target {kind!r} needs a device to measure on, and this machine has no {kind} device: "
+            "pass runner= (e.g. a MetaSchedule RPCRunner reaching a GPU host), or compile without tuning "
+            "(pipeline='no-tune', default schedules) or from an existing database (pipeline='from-db', work_dir=...)")
+
+
+def _counter(bar):
+    """A ``MeasureCallback`` counting measured candidates into the progress bar ``bar``."""
+    from tvm.ir.utils import derived_object
+    from tvm.s_tir.meta_schedule.measure_callback import PyMeasureCallback
+
+    @derived_object
+    class CountMeasured(PyMeasureCallback):
+        def __init__(self):
+            super().__init__()
+            self.count = 0
+
+        def apply(self, task_scheduler, task_id, measure_candidates, builder_results, runner_results):
+            self.count += len(measure_candidates)
+            bar.update(len(measure_candidates))
+
+    return CountMeasured()
+
+
+def tune_tasks(tasks, target, work_dir: str, trials: int, options) -> tuple:
+    """Tune ``tasks`` (``ExtractedTask`` list) for ``trials`` each; return ``(database, TuningReport)``.
+
+    ``options`` is the :class:`~cwm.compile.options.CompileOptions` (cost model, seed,
+    settings, runner, builder, measure callbacks, progress, verbose, model_dir).
+    """
+    from tvm.s_tir import meta_schedule as ms
+
+    from cwm.tuning.settings import FastSettings
+    from cwm.tuning.tune import close_builder, console
+
+    start = time.perf_counter()
+    database = open_database(work_dir)
+    saved = _load_state(work_dir)
+    existing = records_per_task(database, tasks)
+    name = options.cost_model if isinstance(options.cost_model, str) else type(options.cost_model).__name__
+    report = TuningReport(work_dir=work_dir, cost_model=name, trials_per_task=trials)
+    plan = []
+    for index, task in enumerate(tasks):
+        key = task_key(task)
+        item = TaskReport(task.task_name, key, int(task.weight), trials, reused=existing[index])
+        if existing[index] >= trials:
+            item.status = "reused"
+        elif int(saved.get(key, {}).get("done_at", 0)) >= trials:
+            item.status = "finished"
+        else:
+            plan.append((index, task, item, trials - existing[index]))
+        report.tasks.append(item)
+    if plan:
+        _check_runner(target, options.runner)
+        settings = options.settings or FastSettings()
+        cores = int(target.attrs.get("num-cores", 0) or os.cpu_count() or 1)
+        model = make_model(options.cost_model, cores, options.seed, options.model_dir)
+        own_builder, own_runner = options.builder is None, options.runner is None
+        # with the target: for cuda the builder embeds real GPU code in its artifacts (docs/cuda.md)
+        builder = settings.builder(target) if own_builder else options.builder
+        runner = settings.runner() if own_runner else options.runner
+        bar = _progress_bar(sum(p[3] for p in plan), options.progress)
+        counter = _counter(bar)
+        try:
+            for index, task, item, remaining in plan:
+                bar.set_description(task.task_name)
+                task_start, before = time.perf_counter(), counter.count
+                with console(options.verbose):
+                    contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
+                        [task], work_dir=work_dir, strategy=settings.strategy(), num_threads=cores,
+                        seed=options.seed + index)
+                    if contexts:
+                        callbacks = [*ms.measure_callback.MeasureCallback.create("default"), counter,
+                                     *options.measure_callbacks]
+                        ms.tune_tasks(tasks=contexts, task_weights=weights, work_dir=work_dir,
+                                      max_trials_global=remaining, max_trials_per_task=remaining,
+                                      num_trials_per_iter=min(settings.num_trials_per_iter, remaining),
+                                      builder=builder, runner=runner, database=database, cost_model=model,
+                                      measure_callbacks=callbacks, task_scheduler="round-robin")
+                item.new = counter.count - before
+                item.wall_s = time.perf_counter() - task_start
+                saved[item.key] = {"name": task.task_name, "done_at": trials}
+                _save_state(work_dir, saved)
+        finally:
+            bar.finish()
+            if own_builder:
+                close_builder(builder)
+            if own_runner:
+                close_builder(runner)
+    for task, item in zip(tasks, report.tasks):
+        item.best_us = best_us(database, task)
+    report.wall_s = time.perf_counter() - start
+    return database, report
+
+
+class _NoBar:
+    def update(self, n=1):
+        pass
+
+    def set_description(self, text):
+        pass
+
+    def finish(self):
+        pass
+
+
+class _Bar(_NoBar):
+    """A tqdm bar over the planned trials; a task whose space is smaller than its budget ends
+    early, so :meth:`finish` sets the total to what was measured."""
+
+    def __init__(self, total: int):
+        from tqdm import tqdm
+
+        self.bar = tqdm(total=total, unit="trial", leave=True, dynamic_ncols=True)
+
+    def update(self, n=1):
+        self.bar.update(n)
+
+    def set_description(self, text):
+        self.bar.set_description(text)
+
+    def finish(self):
+        self.bar.total = self.bar.n
+        self.bar.set_description("tuned")
+        self.bar.refresh()
+        self.bar.close()
+
+
+def _progress_bar(total: int, enabled: bool):
+    if not enabled:
+        return _NoBar()
+    try:
+        return _Bar(total)
+    except ImportError:  # tqdm is optional
+        return _NoBar()
+

@@ -1,0 +1,190 @@
+"""cwm.compile pipelines: parse/str round trip, registry errors, instruments, options, error paths."""
+from __future__ import annotations
+
+import io
+
+import pytest
+
+import cwm
+import cwm.compile as cc
+from cwm.compile.errors import CompileError, PipelineError
+from cwm.compile.pipeline import PIPELINES, Pipeline, parse, resolve
+from tests.compile_helpers import tiny_onnx  # noqa: F401  (fixture)
+
+ROUND_TRIP = [
+    "cwm-import,cwm-partition,cwm-tune{trials=8,cost-model=xgb},cwm-apply-db,cwm-build",
+    "cwm-import,cwm-partition{lift-params=false},cwm-build",
+    "cwm-import,cwm-partition,cwm-tune{seed=3},cwm-build",
+    "cwm-import,cwm-partition,cwm-tune{cost-model=random,trials=0,seed=1},cwm-apply-db,cwm-build",
+    "cwm-import",
+]
+
+
+@pytest.mark.parametrize("text", ROUND_TRIP)
+def test_parse_str_round_trip(text):
+    pipeline = parse(text)
+    assert str(pipeline) == text
+    assert parse(str(pipeline)) == pipeline
+
+
+def test_parse_types_whitespace_and_named_pipelines():
+    pipeline = parse(" cwm-import , cwm-partition{ lift-params = FALSE } ,cwm-tune{trials=8, cost-model=xgb},"
+                     "cwm-apply-db,cwm-build ")
+    assert str(pipeline) == ("cwm-import,cwm-partition{lift-params=false},cwm-tune{trials=8,cost-model=xgb},"
+                             "cwm-apply-db,cwm-build")
+    tune = pipeline.passes[2]
+    assert tune.given == {"trials": 8, "cost-model": "xgb"} and isinstance(tune.given["trials"], int)
+    assert pipeline.passes[1].given == {"lift-params": False}
+    for name, text in PIPELINES.items():
+        assert str(resolve(name)) == text
+    assert resolve(None) == resolve("default")
+    assert resolve(pipeline) is pipeline
+    built = Pipeline.of("cwm-import", "cwm-partition", ("cwm-tune", {"trials": 8, "cost-model": "xgb"}),
+                        "cwm-apply-db", "cwm-build")
+    assert str(built) == "cwm-import,cwm-partition,cwm-tune{trials=8,cost-model=xgb},cwm-apply-db,cwm-build"
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("cwm-import,cwm-fuse,cwm-build", "unknown pass 'cwm-fuse'; registered passes: cwm-import, cwm-partition, "
+                                      "cwm-tune, cwm-apply-db, cwm-build"),
+    ("cwm-import,cwm-partition,cwm-tune{trails=8}", "pass 'cwm-tune' has no option 'trails'; its options: "
+                                                    "trials, cost-model, seed"),
+    ("cwm-import,cwm-build{x=1}", "pass 'cwm-build' has no option 'x'; its options: none"),
+    ("cwm-import,cwm-partition,cwm-tune{trials=eight}", "option 'trials' of pass 'cwm-tune' takes an int, not 'eight'"),
+    ("cwm-import,cwm-partition,cwm-tune{trials=1.5}", "takes an int"),
+    ("cwm-import,cwm-partition{lift-params=maybe}", "takes a bool"),
+    ("cwm-import,cwm-partition,cwm-tune{cost-model=gbdt}", "must be one of ['cwm', 'xgb'"),
+    ("cwm-import,cwm-partition,cwm-tune{trials}", "must be written KEY=VALUE"),
+    ("cwm-import,cwm-partition,cwm-tune{trials=8,trials=9}", "given twice"),
+    ("cwm-import,cwm-partition,cwm-tune{trials=8", "unclosed '{'"),
+    ("cwm-import,cwm-partition,cwm-tune}", "unbalanced '}'"),
+    ("cwm-import,,cwm-build", "empty pass"),
+    ("cwm-tune,cwm-import", "'cwm-tune' needs 'cwm-partition' earlier"),
+    ("cwm-import,cwm-partition,cwm-apply-db", None),  # valid: no build is fine for a pipeline
+    ("cwm-import,cwm-import", "appears twice"),
+    ("fast", "unknown pipeline 'fast'; named pipelines: default, no-tune, from-db"),
+])
+def test_pipeline_errors_name_what_is_registered(text, needle):
+    if needle is None:
+        resolve(text)
+        return
+    with pytest.raises(PipelineError) as info:
+        resolve(text)
+    assert needle in str(info.value)
+    assert isinstance(info.value, ValueError)
+
+
+def test_pass_option_values_are_checked_in_of():
+    with pytest.raises(PipelineError, match="takes an int"):
+        Pipeline.of("cwm-import", "cwm-partition", ("cwm-tune", {"trials": "8"}))
+    with pytest.raises(PipelineError, match="has no option 'cost_model'"):
+        Pipeline.of("cwm-import", "cwm-partition", ("cwm-tune", {"cost_model": "xgb"}))
+
+
+def test_compile_options_unknown_keyword_lists_fields():
+    with pytest.raises(TypeError) as info:
+        cwm.compile("model.onnx", trials=8)
+    message = str(info.value)
+    assert "'trials'" in message and "trials_per_task" in message and "cost_model" in message
+    with pytest.raises(ValueError, match="unknown cost_model"):
+        cc.CompileOptions(cost_model="gbdt")
+    options = cc.make_options(cc.CompileOptions(trials_per_task=3), seed=5)
+    assert (options.trials_per_task, options.seed) == (3, 5)
+
+
+def test_compile_needs_a_build_pass(tiny_onnx):
+    with pytest.raises(CompileError, match="no cwm-build pass"):
+        cwm.compile(tiny_onnx, pipeline="cwm-import,cwm-partition")
+
+
+def test_instruments_timing_dump_print_after(tiny_onnx, tmp_path):
+    stream = io.StringIO()
+    everything = cc.Timing(all_passes=True)
+    state = cc.run_pipeline(tiny_onnx, pipeline="no-tune", dump_ir=tmp_path / "ir", print_after=("cwm-partition",),
+                            instruments=(everything, cc.PrintAfter(["cwm-import"], stream=stream)),
+                            work_dir=tmp_path / "wd")
+    assert state.ran == ["cwm-import", "cwm-partition", "cwm-build"]
+    assert list(state.pass_seconds) == ["cwm-import", "cwm-partition", "cwm-build"]
+    assert all(s >= 0 for s in state.pass_seconds.values())
+    names = sorted(p.name for p in (tmp_path / "ir").iterdir())
+    assert names == ["000_cwm-import.py", "001_cwm-partition.py", "002_cwm-build.py"]
+    partitioned = (tmp_path / "ir" / "001_cwm-partition.py").read_text()
+    assert "fused_conv2d_add_relu" in partitioned and "main_transform_params" in partitioned
+    assert "R.nn.conv2d" in (tmp_path / "ir" / "000_cwm-import.py").read_text()
+    assert "IR after cwm-import" in stream.getvalue()
+    # all_passes also sees TVM's own passes run inside the cwm ones (legalize, fuse, the build's)
+    seen = {name for name, _, _ in everything.records}
+    assert {"cwm-import", "cwm-partition", "cwm-build", "LegalizeOps", "FuseOps"} <= seen
+    nested = [depth for name, _, depth in everything.records if name == "FuseOps"]
+    assert nested and min(nested) >= 1
+    assert "cwm-partition" in everything.render()
+    assert [t.task_name for t in state.tasks] and state.executable is not None
+
+
+def test_print_after_unknown_pass_is_an_error(tiny_onnx):
+    with pytest.raises(PipelineError, match="unknown pass 'cwm-fuse'"):
+        cc.run_pipeline(tiny_onnx, pipeline="no-tune", print_after="cwm-fuse")
+
+
+def test_pass_errors_keep_their_type(tiny_onnx, tmp_path):
+    """An exception inside a pass crosses TVM's FFI as a RuntimeError; the pipeline re-raises the original."""
+    from cwm.frontends import tiny_cnn
+
+    with pytest.raises(CompileError, match="needs example inputs"):
+        cwm.compile(tiny_cnn.build_model(), pipeline="no-tune")
+    with pytest.raises(CompileError, match="no tuning database"):
+        cwm.compile(tiny_onnx, pipeline="from-db", work_dir=tmp_path / "empty")
+    with pytest.raises(TypeError, match="cwm.compile takes an onnx.ModelProto"):
+        cwm.compile(42, pipeline="no-tune")
+
+
+def test_cwm_cost_model_without_a_model_fails_clearly(tiny_onnx, tmp_path):
+    with pytest.raises(CompileError) as info:
+        cwm.compile(tiny_onnx, cost_model="cwm", model_dir=tmp_path / "no_model", trials_per_task=2,
+                    work_dir=tmp_path / "wd")
+    assert "cost_model='xgb'" in str(info.value) and "no_model" in str(info.value)
+    records = tmp_path / "wd" / "database_tuning_record.json"
+    assert not records.exists() or records.read_text() == ""  # nothing was measured
+
+
+def test_cuda_tuning_without_a_gpu_or_runner_fails_clearly(tiny_onnx, tmp_path):
+    import tvm
+
+    if tvm.runtime.device("cuda", 0).exist:
+        pytest.skip("a GPU is present: tuning for cuda would run")
+    with pytest.raises(CompileError, match="runner="):
+        cwm.compile(tiny_onnx, target="cuda", trials_per_task=2, cost_model="xgb", work_dir=tmp_path)
+
+
+def test_cuda_build_routes_to_targets_cuda(tiny_onnx, tmp_path):
+    """target="cuda" builds through cwm.targets.cuda.build_cuda (real device code, nvcc)."""
+    try:
+        model = cwm.compile(tiny_onnx, target="cuda", pipeline="no-tune", work_dir=tmp_path / "wd")
+    except NotImplementedError as error:
+        assert "cwm.targets.cuda" in str(error)
+        pytest.skip(f"no CUDA builder: {error}")
+    except Exception as error:  # noqa: BLE001 - no nvcc / no C compiler on this machine
+        if type(error).__name__ == "CudaUnavailable":
+            pytest.skip(str(error))
+        raise
+    assert model.report["builder"] == "cwm.targets.cuda.build_cuda"
+    assert model.target.kind.name == "cuda"
+    out = model.export(tmp_path / "out")
+    from cwm.targets.cuda import has_device_code
+
+    assert has_device_code(f"{out}/model.so")["has_device_code"]
+
+
+def test_weights_as_plain_inputs_match_lifted(tiny_onnx, tmp_path):
+    """cwm-partition{lift-params=false}: main takes the raw weights; same numbers as the lifted default."""
+    import numpy as np
+
+    from cwm.frontends import tiny_cnn
+
+    x = tiny_cnn.example_input(0)
+    plain = cwm.compile(tiny_onnx, pipeline="cwm-import,cwm-partition{lift-params=false},cwm-build")
+    lifted = cwm.compile(tiny_onnx, pipeline="no-tune")
+    assert (plain.param_mode, lifted.param_mode) == ("inputs", "lifted")
+    assert "transpose" in [t["name"] for t in plain.report["tasks"]]  # not lifted out of main
+    np.testing.assert_allclose(plain(x), lifted(x), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(cwm.load(plain.export(tmp_path / "out"))(x), plain(x), rtol=0, atol=0)
