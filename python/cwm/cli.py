@@ -11,7 +11,7 @@ import importlib
 import sys
 
 COMMANDS = {
-    "demo": ("cwm.demo", "tune the tiny ONNX CNN end to end and check it against onnxruntime"),
+    "demo": ("cwm.demo", "compile the tiny ONNX CNN with the CWM cost model, export, reload and check it against onnxruntime"),
     "dataset": ("cwm.dataset.cli", "build, collect and inspect the trajectory dataset"),
     "train": ("cwm.model.cli", "train the world model (encoder, TransH transition, ranker) on the dataset"),
     "eval": ("cwm.model.eval_cli", "rank the held-out test tasks with the world model and the baselines"),
