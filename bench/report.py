@@ -100,6 +100,49 @@ def search_table(r) -> list[str]:
     return out + [""]
 
 
+E2E_METHODS = (("cwm", "cwm"), ("torch_eager", "PyTorch eager"), ("torch_compile", "torch.compile"),
+               ("onnxruntime", "ONNX Runtime"), ("tvm_ms_xgb", "TVM MetaSchedule (XGB)"))
+
+
+def e2e_table(r) -> list[str]:
+    """``bench/e2e.py``: end-to-end latency of the zoo networks, cwm vs PyTorch, ORT and TVM MetaSchedule."""
+    geo = r.get("geomean_speedup") or {}
+    parts = []
+    for key, label in E2E_METHODS[1:]:
+        value = geo.get(f"vs_{key}")
+        parts.append(f"vs {label} **{value:.2f}×**" if value else f"vs {label} n/a")
+    out = [f"**End-to-end latency** (`bench/e2e.py`; {r.get('machine')}; {r.get('date')}"
+           f"{'; PARTIAL' if r.get('partial') else ''}): batch 1, ms, median of {r.get('runs')} interleaved rounds, "
+           f"{r.get('threads')} threads for every method; cwm and TVM MetaSchedule (XGB cost model) tuned for "
+           f"{r.get('trials_per_task')} trials per task; max rel err = max|y − y_PyTorch| / max|y_PyTorch| of cwm",
+           "", "Geomean speedup of cwm (other ÷ cwm latency, > 1: cwm faster): " + ", ".join(parts), "",
+           "| network | tasks | " + " | ".join(f"{label} ms" for _, label in E2E_METHODS)
+           + " | cwm tuning s | XGB tuning s | max rel err |",
+           "|---|---|" + "---|" * (len(E2E_METHODS) + 3)]
+
+    def ms(row, key):
+        value = row.get(f"{key}_ms")
+        if value is not None:
+            return f"{value:.3f}" if value < 1 else f"{value:.2f}" if value < 100 else f"{value:,.1f}"
+        return "failed" if (row.get("errors") or {}).get(key) else "n/a"
+
+    def secs(value):
+        return f"{value:,.0f}" if value is not None else "n/a"
+
+    for net, row in (r.get("networks") or {}).items():
+        err = (row.get("max_rel_err") or {}).get("cwm")
+        out.append(f"| {net} | {row.get('tasks') if row.get('tasks') is not None else 'n/a'} | "
+                   + " | ".join(ms(row, key) for key, _ in E2E_METHODS)
+                   + f" | {secs(row.get('tuning_s'))} | {secs(row.get('tvm_ms_xgb_tuning_s'))} | "
+                   + (f"{err:.1e}" if err is not None else "n/a") + " |")
+    failed = {net: e for net, row in (r.get("networks") or {}).items()
+              for k, e in (row.get("errors") or {}).items() if k == "torch_compile"}
+    if failed:
+        out += ["", "torch.compile failed on " + "; ".join(f"{net} (`{e.splitlines()[0][:120]}`)"
+                                                            for net, e in failed.items())]
+    return out + [""]
+
+
 RANKING_ROWS = (("cwm", "CWM (rollout ẑ_T + action stats)"), ("ms_xgb", "MetaSchedule XGBModel, trained offline"),
                 ("no_transition", "no transition (E(s_0) + action stats)"),
                 ("static_final", "static final state (E(s_T))"), ("sequence_only", "sequence only (TLP-style)"),
@@ -135,11 +178,15 @@ def scoring_table(r) -> list[str]:
     return out + [""]
 
 
+#: result file -> renderer, in README order
+TABLES = (("ranking.json", ranking_table), ("search.json", search_table), ("e2e.json", e2e_table),
+          ("scoring.json", scoring_table), ("fast_tuning.json", fast_tuning_table),
+          ("trace_features.json", trace_features_table))
+
+
 def main():
     lines: list[str] = []
-    for name, fn in (("ranking.json", ranking_table), ("search.json", search_table), ("scoring.json", scoring_table),
-                     ("fast_tuning.json", fast_tuning_table),
-                     ("trace_features.json", trace_features_table)):
+    for name, fn in TABLES:
         r = _load(name)
         if r:
             lines += fn(r)
