@@ -52,3 +52,21 @@ def test_split_and_stats(small_dataset):
     manifest = loader.store.manifest()
     assert manifest["records"] == 24 and manifest["format_version"] == 1 and manifest["tvm_version"]
     assert all(len(s["sha256"]) == 64 for s in manifest["shards"].values())
+
+
+def test_verify_round_trips_every_shard_and_names_a_tampered_one(small_dataset, tmp_path):
+    import gzip
+    import shutil
+
+    from cwm.dataset.verify import verify
+
+    report = verify(small_dataset, replay_per_task=-1, log=lambda *_: None)
+    assert report["problems"] == [] and report["records"] == 24 and report["replayed"] == 24
+    copy = tmp_path / "ds"
+    shutil.copytree(small_dataset, copy)
+    shard = next((copy / "shards").glob("*.jsonl.gz"))
+    lines = gzip.decompress(shard.read_bytes()).decode().splitlines(keepends=True)
+    shard.write_bytes(gzip.compress("".join(lines[:-1]).encode()))  # a record lost, still valid gzip
+    problems = verify(copy, replay_per_task=0, log=lambda *_: None)["problems"]
+    assert any(shard.name in p and "sha256" in p for p in problems)
+    assert any(shard.name in p and "records" in p for p in problems)

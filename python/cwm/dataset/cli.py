@@ -25,6 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     s.add_argument("--root", default=DEFAULT_ROOT)
     s.add_argument("--json", action="store_true")
     s.add_argument("--skip-corrupt", action="store_true", help="skip unreadable shards instead of failing")
+    v = sub.add_parser("verify", help="check every shard: hashes, counts, actions, replay to the stored program")
+    v.add_argument("--root", default=DEFAULT_ROOT)
+    v.add_argument("--replay", type=int, default=2, help="records replayed per task (-1: all, 0: none)")
 
 
 def main(argv) -> int:
@@ -32,7 +35,7 @@ def main(argv) -> int:
     add_arguments(parser)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    return {"tasks": _tasks, "collect": _collect, "stats": _stats}[args.action](args)
+    return {"tasks": _tasks, "collect": _collect, "stats": _stats, "verify": _verify}[args.action](args)
 
 
 def _collect(args) -> int:
@@ -59,6 +62,16 @@ def _stats(args) -> int:
         for k, v in stats.items():
             print(f"{k:>16}: {v}")
     return 0
+
+
+def _verify(args) -> int:
+    from cwm.dataset.verify import verify
+
+    report = verify(args.root, args.replay)
+    for problem in report["problems"]:
+        print(f"PROBLEM {problem}")
+    print(json.dumps({k: v for k, v in report.items() if k != "problems"} | {"problems": len(report["problems"])}))
+    return 1 if report["problems"] else 0
 
 
 def _tasks(args) -> int:
