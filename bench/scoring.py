@@ -75,7 +75,7 @@ def main(argv=None):
     def reference(b):
         fb = featurize_batch(pool[:b])
         z = rollout_numpy(np.repeat(z0[None], b, 0), fb.ints, fb.numbers, weights, wm.tcfg)
-        wm.ranker.predict(wm.features(z.astype(np.float32), fb, target))
+        wm.ranker.predict(wm.features(z.astype(np.float32), fb, target, z0))
 
     task = {"key": WORKLOAD, "trajs": [Trajectory(WORKLOAD, r, mod) for r in recs], "fb": featurize_batch(
         [r["trace"] for r in recs]), "weight": 1.0,

@@ -24,7 +24,7 @@ def main(argv=None):
     test = set(split.get("test_tasks", []))
     stats = dataset_stats(args.root)
     manifest = store.manifest()
-    rows, wall, failed_total = [], 0.0, 0
+    rows, wall, failed_total, counts = [], 0.0, 0, []
     for key in store.task_keys():
         meta = store.get_task(key)
         recs = store.records(key)
@@ -32,6 +32,7 @@ def main(argv=None):
                      if r.get("run_secs") and not r.get("run_error") and not r.get("build_error"))
         failed = len(recs) - len(lat)
         failed_total += failed
+        counts.append(len(recs))
         wall += meta.get("collect_wall_s", 0.0)
         state = "done" if store.is_finished(key) else ("partial" if recs else "pending")
         spread = (f"{lat[0]:.1f} / {statistics.median(lat):.1f} / {lat[-1]:.1f}" if lat else "-")
@@ -51,6 +52,11 @@ def main(argv=None):
         "* tasks whose design space holds fewer distinct programs than the budget (e.g. element-wise",
         "  kernels) are collected exhaustively: every distinct program once (duplicates are dropped by",
         "  structural hash), so they have fewer records than the budget.",
+        f"* records per task: {sum(c >= 200 for c in counts)} tasks with 200, "
+        f"{sum(1 < c < 200 for c in counts)} with 2-199 (design space exhausted, or duplicates of an earlier "
+        f"candidate dropped), {sum(c == 1 for c in counts)} with exactly 1 (a design space of one program: "
+        "reshapes, element-wise and gather kernels); "
+        f"{sum(c for c in counts if c >= 200)} records in the 200-record tasks",
         "",
         "Latency spread = best / median / worst of the per-candidate median run time, in µs.",
         "",

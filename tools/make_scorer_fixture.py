@@ -63,7 +63,8 @@ def build_model(recs, mods):
     for g, name in enumerate(sorted(mods)):
         rows = [r for r in recs if r["workload"] == name and r["source"] == "tuning"]
         fb = native.featurize_batch([r["trace"] for r in rows])
-        feats.append(model.features(model.rollout(model.z0(mods[name]), fb), fb, json.loads(rows[0]["target"])))
+        z0 = model.z0(mods[name])
+        feats.append(model.features(model.rollout(z0, fb), fb, json.loads(rows[0]["target"]), z0))
         lat += [float(np.median(r["run_secs"])) if r["run_secs"] and not (r["build_error"] or r["run_error"])
                 else float("nan") for r in rows]
         groups += [g] * len(rows)

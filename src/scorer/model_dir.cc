@@ -78,12 +78,12 @@ ModelDir ReadModelDir(const std::string& dir) {
     for (const Json& n : names->items) out.feature_names.push_back(n.is_string() ? n.s : "");
   const size_t width = static_cast<size_t>(w.dim) + NumSequenceStats() + kNumHardwareFeatures;
   bool names_ok = out.feature_names.size() == width;
-  for (int i = 0; names_ok && i < w.dim; ++i) names_ok = out.feature_names[i] == "z" + std::to_string(i);
+  for (int i = 0; names_ok && i < w.dim; ++i) names_ok = out.feature_names[i] == "dz" + std::to_string(i);
   for (int j = 0; names_ok && j < kNumHardwareFeatures; ++j)
     names_ok = out.feature_names[width - kNumHardwareFeatures + j] == kHardwareNames[j];
   if (!names_ok)
     throw ScorerError(manifest_path + ": feature_names do not match this scorer's features (" + std::to_string(width) +
-                      " = z0..z" + std::to_string(w.dim - 1) + ", sequence stats, hardware)");
+                      " = dz0..dz" + std::to_string(w.dim - 1) + ", sequence stats, hardware)");
 
   const std::string st_path = (fs::path(dir) / "transition.safetensors").string();
   auto tensors = ReadSafetensors(st_path);

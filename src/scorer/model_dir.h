@@ -10,7 +10,7 @@
 namespace cwm {
 
 constexpr const char* kModelFormat = "cwm-world-model";  // FORMAT in world_model.py
-constexpr int kModelVersion = 2;                         // VERSION in world_model.py
+constexpr int kModelVersion = 3;                         // VERSION in world_model.py
 
 struct ModelDir {
   std::string path;

@@ -40,7 +40,8 @@ std::vector<float> Scorer::Features(const std::vector<float>& z0, const Hardware
   std::vector<float> x(static_cast<size_t>(B) * F);
   for (int b = 0; b < B; ++b) {
     float* row = &x[static_cast<size_t>(b) * F];
-    std::copy_n(&zt[static_cast<size_t>(b) * D], D, row);
+    const float* zt_b = &zt[static_cast<size_t>(b) * D];
+    for (int i = 0; i < D; ++i) row[i] = zt_b[i] - z0[i];  // the ranker sees ẑ_T - z_0 (model v3)
     std::copy_n(&stats[static_cast<size_t>(b) * S], S, row + D);
     std::copy(hw.begin(), hw.end(), row + D + S);
   }

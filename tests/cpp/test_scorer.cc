@@ -129,8 +129,8 @@ static void ErrorCases(const std::string& scratch) {
   CHECK_EQ(Scorer(copy).dim(), 16);  // Python's json.dumps writes NaN / Infinity in metrics
   CHECK(NonFiniteToNull(R"({"a": NaN, "b": "x\"NaN", "c": [-Infinity]})") ==
         R"({"a": null, "b": "x\"NaN", "c": [null]})");
-  rewrite("\"version\": 2", "\"version\": 99");
-  CHECK(ThrowsWith([&] { Scorer s(copy); }, "this scorer reads cwm-world-model v2"));
+  rewrite("\"version\": 3", "\"version\": 99");
+  CHECK(ThrowsWith([&] { Scorer s(copy); }, "this scorer reads cwm-world-model v3"));
   rewrite("\"<pad>\"", "\"<padding>\"");
   CHECK(ThrowsWith([&] { Scorer s(copy); }, "another action vocabulary"));
   rewrite("\"dim\": 16", "\"dim\": 8");

@@ -3,9 +3,9 @@
 Every model ranks the measured candidates of each test task; metrics come from
 :mod:`cwm.model.metrics`. Models compared (issue #4), all trained on the same training split:
 
-* ``cwm``           - the world model: ranker on the rolled-out ``ẑ_T`` + action stats + hardware
+* ``cwm``           - the world model: ranker on the rolled-out ``ẑ_T - z_0`` + action stats + hardware
 * ``no_transition`` - the same ranker recipe on ``E(s_0)`` + action stats (no rollout)
-* ``static_final``  - the same ranker recipe on ``E(s_T)`` of the real final TIR (a static snapshot)
+* ``static_final``  - the same ranker recipe on ``E(s_T) - E(s_0)`` of the real final TIR (a static snapshot)
 * ``ms_xgb``        - MetaSchedule's own ``XGBModel`` (per-store features), trained offline on the
   training records (:mod:`cwm.model.baselines.ms_xgb`)
 * ``sequence_only`` - a TLP-style sequence model on the action tokens, no latent state
@@ -70,11 +70,14 @@ def evaluate(root, model_dir, seed: int = 0, log=print) -> dict:
 
     run("cwm", lambda t: model.score(loader.workload(t["key"]), [x.trace for x in t["trajs"]], target))
 
+    # The baselines get the same ranker recipe. "no transition" sees E(s_0) itself (its
+    # displacement would be 0); "static final" sees E(s_T) - E(s_0), as CWM sees ẑ_T - z_0.
     for name, which in (("no_transition", "initial"), ("static_final", "final")):
         def feats(t, which=which):
-            z = _encode_states(model, t["trajs"][:1] if which == "initial" else t["trajs"], which)
-            z = np.repeat(z, len(t["trajs"]), 0) if which == "initial" else z
-            return model.features(z, t["fb"], target)
+            z0 = model.z0(loader.workload(t["key"]))
+            if which == "initial":
+                return model.features(np.repeat(z0[None], len(t["trajs"]), 0), t["fb"], target, np.zeros_like(z0))
+            return model.features(_encode_states(model, t["trajs"], which), t["fb"], target, z0)
 
         rows = [feats(t) for t in train]
         ranker = Ranker(model.ranker.cfg).fit(np.concatenate(rows), np.concatenate([t["lat"] for t in train]),

@@ -115,13 +115,29 @@ class _Stages:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
+def fit_ranker(model, loader, by_task: dict, rcfg: RankerConfig):
+    """Phase 3: the LambdaRank ranker on every training trajectory, one query group per task."""
+    from cwm import native
+    from cwm.model.ranker import Ranker
+    from cwm.tuning.target import host_target
+
+    target = loader.store.manifest().get("target") or json.loads(str(host_target()))
+    feats, lats, groups_idx = [], [], []
+    for gi, (key, trajs) in enumerate(sorted(by_task.items())):
+        fb = native.featurize_batch([t.trace for t in trajs])
+        z0 = model.z0(loader.workload(key))
+        feats.append(model.features(model.rollout(z0, fb), fb, target, z0))
+        lats.append([t.latency for t in trajs])
+        groups_idx.append(np.full(len(trajs), gi))
+    return Ranker(rcfg).fit(np.concatenate(feats), np.concatenate(lats), np.concatenate(groups_idx))
+
+
 def train_world_model(root, out_dir, cfg: TrainConfig = TrainConfig(), log=print) -> dict:
     import torch
 
     from cwm.dataset.loader import DatasetLoader
     from cwm.model.contrastive import ContrastiveConfig, train_encoder
     from cwm.model.encoder import EncoderConfig
-    from cwm.model.ranker import Ranker
     from cwm.model.rollout_training import build_rollout_data, rollout_error, train_transition
     from cwm.model.world_model import WorldModel
 
@@ -166,18 +182,7 @@ def train_world_model(root, out_dir, cfg: TrainConfig = TrainConfig(), log=print
     log(f"transition: {len(history)} epochs, {roll_metrics}")
 
     model = WorldModel(encoder, transition, cfg.transition, None)
-    feats, lats, groups_idx = [], [], []
-    from cwm import native
-    from cwm.tuning.target import host_target
-
-    for gi, (key, trajs) in enumerate(sorted(by_task.items())):
-        fb = native.featurize_batch([t.trace for t in trajs])
-        z0 = model.z0(loader.workload(key))
-        feats.append(model.features(model.rollout(z0, fb), fb, loader.store.manifest().get("target") or
-                                    json.loads(str(host_target()))))
-        lats.append([t.latency for t in trajs])
-        groups_idx.append(np.full(len(trajs), gi))
-    model.ranker = Ranker(cfg.ranker).fit(np.concatenate(feats), np.concatenate(lats), np.concatenate(groups_idx))
+    model.ranker = fit_ranker(model, loader, by_task, cfg.ranker)
     metrics = {"encoder": {k: v for k, v in enc_metrics.items() if k != "loss"}, "transition": roll_metrics,
                "ranker_rows": int(sum(len(x) for x in lats)), "train_tasks": len(by_task),
                "wall_s": round(time.time() - t_start, 1)}

@@ -2,7 +2,8 @@
 
 Scoring a task's candidates: ``z_0 = E(workload)`` once per workload (cached), then for each
 candidate its canonical action arrays are rolled out ``ẑ_T = F(...F(z_0, a_1)..., a_T)``, and
-the ranker scores ``[ẑ_T, action statistics, hardware features]``. Higher = predicted faster.
+the ranker scores ``[ẑ_T - z_0, action statistics, hardware features]`` (the predicted final
+state as its displacement from the start, comparable across tasks). Higher = predicted faster.
 
 Model directory (``save``/``load``)::
 
@@ -22,11 +23,11 @@ from cwm.actions.vocab import KINDS
 from cwm.model import action_stats
 from cwm.model.transition import TransitionConfig
 
-FORMAT, VERSION = "cwm-world-model", 2  # 2: TransH action embedding under "embed."
+FORMAT, VERSION = "cwm-world-model", 3  # 3: the ranker sees ẑ_T - z_0 (2: ẑ_T; "embed." weights)
 
 
 def feature_names(dim: int) -> list[str]:
-    return [f"z{i}" for i in range(dim)] + list(action_stats.NAMES) + list(action_stats.HW_FEATURES)
+    return [f"dz{i}" for i in range(dim)] + list(action_stats.NAMES) + list(action_stats.HW_FEATURES)
 
 
 class WorldModel:
@@ -59,19 +60,22 @@ class WorldModel:
         z = np.ascontiguousarray(np.repeat(z0[None].astype(np.float32), fb.ints.shape[0], 0))
         return self._core.rollout(z, fb.ints, fb.numbers, num_threads=num_threads)
 
-    def features(self, z_t: np.ndarray, fb, target) -> np.ndarray:
+    def features(self, z_t: np.ndarray, fb, target, z0: np.ndarray) -> np.ndarray:
+        """Ranker rows ``[ẑ_T - z_0, action statistics, hardware]`` (docs/decisions.md §15)."""
         from cwm import native
 
         stats = native.sequence_stats(fb)  # identical to action_stats.sequence_stats (parity-tested)
         hw = np.repeat(action_stats.hardware_features(target)[None], len(stats), 0)
-        return np.concatenate([z_t.astype(np.float32), stats, hw], 1)
+        dz = z_t.astype(np.float32) - np.asarray(z0, np.float32)
+        return np.concatenate([dz, stats, hw], 1)
 
     def score(self, workload, traces, target) -> np.ndarray:
         """Scores of candidate traces (JSON texts) of one workload; higher = predicted faster."""
         from cwm import native
 
         fb = native.featurize_batch(traces)
-        return self.ranker.predict(self.features(self.rollout(self.z0(workload), fb), fb, target))
+        z0 = self.z0(workload)
+        return self.ranker.predict(self.features(self.rollout(z0, fb), fb, target, z0))
 
     # ------------------------------------------------------------------ files
     def save(self, directory) -> None:
@@ -88,7 +92,9 @@ class WorldModel:
         (d / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
 
     @classmethod
-    def load(cls, directory) -> "WorldModel":
+    def load(cls, directory, refit_ranker: bool = False) -> "WorldModel":
+        """Read a model directory. ``refit_ranker`` also accepts a v2 directory (same encoder and
+        transition files, ranker on other features) for ``tools/refit_ranker.py``."""
         import torch
         from safetensors.torch import load_file
 
@@ -100,7 +106,8 @@ class WorldModel:
         if not (d / "manifest.json").exists():
             raise FileNotFoundError(f"{d} is not a CWM model directory (no manifest.json)")
         manifest = json.loads((d / "manifest.json").read_text())
-        if manifest.get("format") != FORMAT or manifest.get("version") != VERSION:
+        versions = (VERSION, 2) if refit_ranker else (VERSION,)
+        if manifest.get("format") != FORMAT or manifest.get("version") not in versions:
             raise ValueError(f"{d}: model format {manifest.get('format')} v{manifest.get('version')}, "
                              f"this cwm reads {FORMAT} v{VERSION}")
         if manifest.get("action_kinds") != list(KINDS):
@@ -111,5 +118,6 @@ class WorldModel:
         transition.eval()
         encoder = StateEncoder.load(d / "encoder")
         encoder.eval()
-        meta = {k: v for k, v in manifest.items() if k not in ("format", "version", "transition")}
+        derived = ("format", "version", "transition", "feature_names", "action_kinds")  # save() writes these
+        meta = {k: v for k, v in manifest.items() if k not in derived}
         return cls(encoder, transition, tcfg, Ranker.load(str(d / "ranker.json")), meta)
