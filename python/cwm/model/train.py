@@ -184,7 +184,7 @@ def train_world_model(root, out_dir, cfg: TrainConfig = TrainConfig(), log=print
     model = WorldModel(encoder, transition, cfg.transition, None)
     model.ranker = fit_ranker(model, loader, by_task, cfg.ranker)
     metrics = {"encoder": {k: v for k, v in enc_metrics.items() if k != "loss"}, "transition": roll_metrics,
-               "ranker_rows": int(sum(len(x) for x in lats)), "train_tasks": len(by_task),
+               "ranker_rows": int(sum(len(v) for v in by_task.values())), "train_tasks": len(by_task),
                "wall_s": round(time.time() - t_start, 1)}
     model.meta = {"config": _jsonable(asdict(cfg)), "training_data": _data_hash(loader), "metrics": _jsonable(metrics)}
     model.save(out_dir)
