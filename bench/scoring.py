@@ -23,7 +23,12 @@ import os
 import sys
 import time
 
-import numpy as np
+# "One thread each": the reference's NumPy matrix products must not fan out over OpenBLAS's
+# thread pool while the native core runs on one thread (set before NumPy is imported).
+for _var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ.setdefault(_var, "1")
+
+import numpy as np  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
