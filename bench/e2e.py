@@ -49,6 +49,7 @@ ROOT = os.path.dirname(HERE)
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
+from checkpoint import JsonlCheckpoint, Lock  # noqa: E402
 from common import machine, today  # noqa: E402  (bench/common.py, standard library only)
 
 NETWORKS = ("resnet18", "resnet50", "mobilenet_v2", "bert_base", "gpt2", "opt_125m", "vit_b16")
@@ -155,35 +156,16 @@ def compile_id(net: str, method: str, trials: int) -> str:
     return f"{net}|{method}|{trials}"
 
 
-class Checkpoint:
+class Checkpoint(JsonlCheckpoint):
     """Append-only JSONL: one ``compile`` line per finished (network, compiled method, trials),
     one ``measure`` line per measured network (the latest one wins).
-
-    Each line is flushed and fsync-ed when written; a torn last line (a kill mid-write) is
-    ignored on reading and cut off before the next append.
+    (:class:`checkpoint.JsonlCheckpoint`: fsync-ed lines, a torn last line is dropped.)
     """
 
     def __init__(self, path: str):
-        self.path = path
         self.compiles: dict[str, dict] = {}
         self.measures: dict[str, dict] = {}
-        self._load()
-
-    def _load(self):
-        if not os.path.exists(self.path):
-            return
-        with open(self.path, "rb") as f:
-            lines = f.read().split(b"\n")
-        for i, line in enumerate(lines):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                if i == len(lines) - 1:
-                    break  # torn tail
-                raise ValueError(f"{self.path}: line {i + 1} is not JSON") from None
-            self._index(rec)
+        super().__init__(path)
 
     def _index(self, rec):
         if rec.get("kind") == "compile":
@@ -191,48 +173,12 @@ class Checkpoint:
         elif rec.get("kind") == "measure":
             self.measures[rec["net"]] = rec
 
-    def append(self, rec: dict) -> None:
-        os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
-        if os.path.exists(self.path):
-            with open(self.path, "rb") as f:
-                data = f.read()
-            if data and not data.endswith(b"\n"):
-                with open(self.path, "r+b") as f:
-                    f.truncate(data.rfind(b"\n") + 1)
-        with open(self.path, "ab") as f:
-            f.write(json.dumps(rec, separators=(",", ":")).encode() + b"\n")
-            f.flush()
-            os.fsync(f.fileno())
-        self._index(rec)
-
     def measure_for(self, net: str, methods, trials: int, runs: int) -> dict | None:
         """The checkpointed measurement of ``net`` if it covers ``methods`` at ``trials`` and >= ``runs``."""
         rec = self.measures.get(net)
         if rec and set(methods) <= set(rec["methods"]) and rec["trials"] == trials and rec["runs"] >= runs:
             return rec
         return None
-
-
-class Lock:
-    """An exclusive ``flock`` on ``<checkpoint>.lock``: one benchmark process per checkpoint."""
-
-    def __init__(self, path):
-        self.path = path + ".lock"
-        self.f = None
-
-    def __enter__(self):
-        import fcntl
-
-        os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
-        self.f = open(self.path, "w")
-        try:
-            fcntl.flock(self.f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            raise SystemExit(f"another bench/e2e.py is using {self.path[:-5]} (lock held)") from None
-        return self
-
-    def __exit__(self, *exc):
-        self.f.close()
 
 
 class SessionLog:
@@ -742,7 +688,7 @@ def main(argv=None, compile_fn=None, measure_fn=None, model=None) -> int:
     args = parse_args(argv)
     os.environ.setdefault("TVM_NUM_THREADS", str(args.threads))  # before TVM starts its thread pool
     ckpt_path = os.path.splitext(args.out)[0] + "_runs.jsonl"
-    with Lock(ckpt_path):
+    with Lock(ckpt_path, "bench/e2e.py"):
         ckpt = Checkpoint(ckpt_path)
         if model is None and "cwm" in args.method_list and not args.report_only:
             model = resolve_model(args)

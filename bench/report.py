@@ -143,9 +143,9 @@ def e2e_table(r) -> list[str]:
     return out + [""]
 
 
-RANKING_ROWS = (("cwm", "CWM (rollout ẑ_T + action stats)"), ("ms_xgb", "MetaSchedule XGBModel, trained offline"),
+RANKING_ROWS = (("cwm", "CWM (rollout ẑ_T − z_0 + action stats)"), ("ms_xgb", "MetaSchedule XGBModel, trained offline"),
                 ("no_transition", "no transition (E(s_0) + action stats)"),
-                ("static_final", "static final state (E(s_T))"), ("sequence_only", "sequence only (TLP-style)"),
+                ("static_final", "static final state (E(s_T) − E(s_0) + action stats)"), ("sequence_only", "sequence only (TLP-style)"),
                 ("random", "random"))
 
 
@@ -171,7 +171,7 @@ def scoring_table(r) -> list[str]:
            "", "| batch | native | Python reference | MetaSchedule XGBModel.predict | native ÷ XGBModel | "
            "rollout native ÷ reference |", "|---|---|---|---|---|---|"]
     for b in batches:
-        roll = (f"{ro['native'][b] / ro['reference'][b]:.0f}×" if b in ro.get("native", {}) and
+        roll = (f"{ro['native'][b] / ro['reference'][b]:.1f}×" if b in ro.get("native", {}) and
                 b in ro.get("reference", {}) else "n/a")
         out.append(f"| {b} | {c['native'][b]:,.0f} | {c['reference'][b]:,.0f} | {c['ms_xgb'][b]:,.0f} | "
                    f"{c['native'][b] / c['ms_xgb'][b]:.1f}× | {roll} |")

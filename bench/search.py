@@ -39,6 +39,7 @@ ROOT = os.path.dirname(HERE)
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
+from checkpoint import JsonlCheckpoint, Lock  # noqa: E402
 from common import machine, today  # noqa: E402  (bench/common.py, standard library only)
 
 METHODS = ("cwm", "xgb", "xgb_pretrained", "random")
@@ -216,35 +217,16 @@ def plan_runs(tasks, methods, seeds, trials, se_tasks=(), xgb_long_trials=640, m
 
 
 # ------------------------------------------------------------------------ checkpoint
-class Checkpoint:
+class Checkpoint(JsonlCheckpoint):
     """Append-only JSONL: ``plan`` lines, one ``run`` line per finished tuning run, ``remeasure`` lines.
-
-    Each line is flushed and fsync-ed when written; a torn last line (a kill mid-write) is
-    ignored on reading and cut off before the next append.
+    (:class:`checkpoint.JsonlCheckpoint`: fsync-ed lines, a torn last line is dropped.)
     """
 
     def __init__(self, path: str):
-        self.path = path
         self.plan: dict | None = None
         self.runs: dict[str, dict] = {}
         self.remeasures: dict[str, dict] = {}
-        self._load()
-
-    def _load(self):
-        if not os.path.exists(self.path):
-            return
-        with open(self.path, "rb") as f:
-            lines = f.read().split(b"\n")
-        for i, line in enumerate(lines):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                if i == len(lines) - 1:
-                    break  # torn tail
-                raise ValueError(f"{self.path}: line {i + 1} is not JSON") from None
-            self._index(rec)
+        super().__init__(path)
 
     def _index(self, rec):
         kind = rec.get("kind")
@@ -254,43 +236,6 @@ class Checkpoint:
             self.runs[run_id(rec)] = rec
         elif kind == "remeasure":
             self.remeasures[rec["task"]] = rec
-
-    def append(self, rec: dict) -> None:
-        os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
-        if os.path.exists(self.path):
-            with open(self.path, "rb") as f:
-                data = f.read()
-            if data and not data.endswith(b"\n"):
-                with open(self.path, "r+b") as f:
-                    f.truncate(data.rfind(b"\n") + 1)
-        with open(self.path, "ab") as f:
-            f.write(json.dumps(rec, separators=(",", ":")).encode() + b"\n")
-            f.flush()
-            os.fsync(f.fileno())
-        self._index(rec)
-
-
-class Lock:
-    """An exclusive ``flock`` on ``<checkpoint>.lock``: one benchmark process per checkpoint."""
-
-    def __init__(self, path):
-        self.path = path + ".lock"
-        self.f = None
-
-    def __enter__(self):
-        import fcntl
-
-        os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
-        self.f = open(self.path, "w")
-        try:
-            fcntl.flock(self.f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            raise SystemExit(f"another bench/search.py is using {self.path[:-5]} (lock held)") from None
-        return self
-
-    def __exit__(self, *exc):
-        self.f.close()
-
 
 # ------------------------------------------------------------------------ tuning
 def run_record(spec: dict, result, wall_s: float) -> dict:
@@ -733,7 +678,7 @@ def main(argv=None, tune_fn=None, remeasure_fn=None, select_fn=None, workload_fn
     workload loading (tests); ``model`` replaces the CWM model description (tests)."""
     args = parse_args(argv)
     ckpt_path, png_path = paths(args.out)
-    with Lock(ckpt_path):
+    with Lock(ckpt_path, "bench/search.py"):
         ckpt = Checkpoint(ckpt_path)
         if workload_fn is None:
             from cwm.dataset.loader import DatasetLoader
