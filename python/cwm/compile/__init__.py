@@ -15,6 +15,8 @@ import sys
 import types
 from importlib import import_module
 
+from cwm._lazy import lazy_exports
+
 _EXPORTS = {
     "compile": "api", "load": "api", "run_pipeline": "api",
     "CompileOptions": "options", "make_options": "options",
@@ -26,17 +28,7 @@ _EXPORTS = {
     "CompileError": "errors", "PipelineError": "errors", "ArtifactError": "errors", "InputError": "errors",
 }
 
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name):
-    if name in _EXPORTS:
-        return getattr(import_module(f"cwm.compile.{_EXPORTS[name]}"), name)
-    raise AttributeError(f"module 'cwm.compile' has no attribute {name!r}")
-
-
-def __dir__():
-    return __all__
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
 
 
 class _CallableModule(types.ModuleType):

@@ -4,7 +4,7 @@ Names are re-exported lazily: ``import cwm.cost_model`` does not import TVM or t
 """
 from __future__ import annotations
 
-from importlib import import_module
+from cwm._lazy import lazy_exports
 
 _EXPORTS = {
     "CWMCostModel": "cwm_model", "AdaptConfig": "cwm_model",
@@ -12,14 +12,4 @@ _EXPORTS = {
     "load_pretrained_xgb": "xgb_pretrained",
 }
 
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name):
-    if name in _EXPORTS:
-        return getattr(import_module(f"cwm.cost_model.{_EXPORTS[name]}"), name)
-    raise AttributeError(f"module 'cwm.cost_model' has no attribute {name!r}")
-
-
-def __dir__():
-    return __all__
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -2,7 +2,7 @@
 
 Importing this package is cheap; TVM is imported by the functions that need it.
 """
-from importlib import import_module
+from cwm._lazy import lazy_exports
 
 _EXPORTS = {
     "build_cuda": "cuda", "CudaBuild": "cuda", "CudaBuildInfo": "cuda", "has_device_code": "cuda",
@@ -10,14 +10,4 @@ _EXPORTS = {
     "CudaUnavailable": "cuda",
 }
 
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name):
-    if name in _EXPORTS:
-        return getattr(import_module(f"cwm.targets.{_EXPORTS[name]}"), name)
-    raise AttributeError(f"module 'cwm.targets' has no attribute {name!r}")
-
-
-def __dir__():
-    return __all__
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

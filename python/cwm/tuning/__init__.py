@@ -2,7 +2,7 @@
 
 Names are re-exported lazily, so ``import cwm.tuning`` does not import TVM.
 """
-from importlib import import_module
+from cwm._lazy import lazy_exports
 
 _EXPORTS = {
     "tune_tir": "tune", "TuneOutcome": "tune", "make_cost_model": "tune", "summarize": "tune",
@@ -15,14 +15,4 @@ _EXPORTS = {
     "ModelTuneOutcome": "relax_model",
 }
 
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name):
-    if name in _EXPORTS:
-        return getattr(import_module(f"cwm.tuning.{_EXPORTS[name]}"), name)
-    raise AttributeError(f"module 'cwm.tuning' has no attribute {name!r}")
-
-
-def __dir__():
-    return __all__
+__all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)
