@@ -5,6 +5,15 @@ import json
 import os
 
 
+def write_json(path: str, payload: dict) -> None:
+    """Write a result file atomically (``path.tmp`` then rename)."""
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path + ".tmp", "w") as f:
+        json.dump(payload, f, indent=1)
+        f.write("\n")
+    os.replace(path + ".tmp", path)
+
+
 class JsonlCheckpoint:
     """Append-only JSONL; subclasses index each record in :meth:`_index`.
 

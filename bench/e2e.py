@@ -49,7 +49,7 @@ ROOT = os.path.dirname(HERE)
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
-from checkpoint import JsonlCheckpoint, Lock  # noqa: E402
+from checkpoint import JsonlCheckpoint, Lock, write_json  # noqa: E402
 from common import machine, today  # noqa: E402  (bench/common.py, standard library only)
 
 NETWORKS = ("resnet18", "resnet50", "mobilenet_v2", "bert_base", "gpt2", "opt_125m", "vit_b16")
@@ -141,14 +141,6 @@ def interleaved(fns: dict, runs: int, numbers: dict, gap_s: float = 0.0, clock=t
 def fmt_s(s: float) -> str:
     s = int(s)
     return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
-
-
-def write_json(path: str, payload: dict) -> None:
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path + ".tmp", "w") as f:
-        json.dump(payload, f, indent=1)
-        f.write("\n")
-    os.replace(path + ".tmp", path)
 
 
 # ------------------------------------------------------------------------ checkpoint

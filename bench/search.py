@@ -39,7 +39,7 @@ ROOT = os.path.dirname(HERE)
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
-from checkpoint import JsonlCheckpoint, Lock  # noqa: E402
+from checkpoint import JsonlCheckpoint, Lock, write_json  # noqa: E402
 from common import machine, today  # noqa: E402  (bench/common.py, standard library only)
 
 METHODS = ("cwm", "xgb", "xgb_pretrained", "random")
@@ -545,14 +545,6 @@ def plot_curves(report: dict, path: str) -> str | None:
     fig.savefig(path, dpi=110)
     plt.close(fig)
     return path
-
-
-def write_json(path: str, payload: dict) -> None:
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path + ".tmp", "w") as f:
-        json.dump(payload, f, indent=1)
-        f.write("\n")
-    os.replace(path + ".tmp", path)
 
 
 def markdown(report: dict) -> str:

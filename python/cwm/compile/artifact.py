@@ -17,7 +17,6 @@ warning: the code may still run, or may stop on an unsupported instruction.
 """
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import platform
@@ -26,6 +25,7 @@ import warnings
 
 from cwm.compile.errors import ArtifactError
 from cwm.compile.specs import TensorSpec
+from cwm.dataset.store import sha256_file as sha256_of  # the one streaming sha256 helper
 
 FORMAT = "cwm-compiled-model"
 FORMAT_VERSION = 1
@@ -37,12 +37,6 @@ TUNING_DIR = "tuning"
 _ARCH_ALIASES = {"amd64": "x86_64", "x64": "x86_64", "arm64": "aarch64"}
 
 
-def sha256_of(path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def _arch(name: str) -> str:
