@@ -430,9 +430,13 @@ def job_estimate_s(job, ckpt: Checkpoint, trials: int) -> float:
 
 def job_done(job, ckpt: Checkpoint, methods, trials, runs) -> bool:
     kind, net, method = job
+    measured = ckpt.measure_for(net, methods, trials, runs) is not None
     if kind == "compile":
-        return compile_id(net, method, trials) in ckpt.compiles
-    return ckpt.measure_for(net, methods, trials, runs) is not None
+        rec = ckpt.compiles.get(compile_id(net, method, trials))
+        # a compile whose artifact is gone (work_dirs/ does not outlive a session) is redone
+        # unless the network's timing no longer needs it; its database, if kept, is reused
+        return rec is not None and (measured or os.path.isdir(rec.get("artifact") or ""))
+    return measured
 
 
 def work_dir_of(work_root: str, net: str, method: str, trials: int) -> str:
@@ -459,7 +463,7 @@ def execute(jobs, ckpt: Checkpoint, args, compile_fn, measure_fn, model: dict | 
                 rec = run_compile(net, method, ckpt, args, compile_fn, model)
             else:
                 missing = [m for m in COMPILED if m in args.method_list
-                           and compile_id(net, m, args.trials) not in ckpt.compiles]
+                           and not job_done(("compile", net, m), ckpt, args.method_list, args.trials, args.runs)]
                 if missing:
                     log(f"  skipped: compile(s) {missing} of {net} not done")
                     failed.append(job)
@@ -486,6 +490,10 @@ def run_compile(net, method, ckpt, args, compile_fn, model) -> dict:
     work_dir = work_dir_of(args.work_root, net, method, args.trials)
     os.makedirs(work_dir, exist_ok=True)
     session = SessionLog(work_dir)
+    earlier = ckpt.compiles.get(compile_id(net, method, args.trials))
+    if earlier and not session.sessions and earlier.get("sessions"):
+        # the folder was lost (a new machine or session): keep the checkpointed sessions' time
+        session.sessions = [dict(s) for s in earlier["sessions"]]
     if session.sessions:
         log(f"  resuming: {len(session.sessions)} earlier session(s), {session.total_s():.0f} s of tuning so far")
     session.start()

@@ -190,6 +190,17 @@ def test_resume_and_report(e2e, tmp_path, monkeypatch):
     # asking for more rounds re-measures (interleaved, all methods), but compiles nothing
     assert _main(e2e, tmp_path, comp3, meas3, "--runs", "30") == 0
     assert not comp3.calls and [c[0] for c in meas3.calls] == ["resnet18", "gpt2"]
+    # the work folders are lost (work_dirs/ does not outlive a session): a finished timing needs
+    # nothing, but a new timing recompiles first, keeping the checkpointed sessions' tuning time
+    import shutil
+    shutil.rmtree(tmp_path / "wd")
+    comp4, meas4 = FakeCompile(), FakeMeasure()
+    assert _main(e2e, tmp_path, comp4, meas4) == 0 and not comp4.calls and not meas4.calls
+    assert _main(e2e, tmp_path, comp4, meas4, "--networks", "resnet18", "--runs", "40") == 0
+    assert comp4.calls == [("resnet18", "cwm"), ("resnet18", "tvm_ms_xgb")] and len(meas4.calls) == 1
+    r = json.loads((tmp_path / "e2e.json").read_text())
+    assert r["networks"]["resnet18"]["tuning_s"] == pytest.approx(10.0)  # 5 s before + 5 s now
+    assert r["networks"]["resnet18"]["tuning_sessions"]["cwm"] == 2
     # a different CWM model refuses to resume unless allowed
     with pytest.raises(SystemExit, match="differs"):
         _main(e2e, tmp_path, comp3, meas3, model={**MODEL, "prior_sha256": "other"})
