@@ -180,6 +180,7 @@ def scoring_table(r) -> list[str]:
 
 #: result file -> renderer, in README order
 TABLES = (("ranking.json", ranking_table), ("search.json", search_table), ("e2e.json", e2e_table),
+          ("e2e_t64.json", e2e_table),  # the same benchmark at 64 trials per task (--trials 64)
           ("scoring.json", scoring_table), ("fast_tuning.json", fast_tuning_table),
           ("trace_features.json", trace_features_table))
 
