@@ -11,11 +11,13 @@ For each network of the zoo (:mod:`cwm.frontends.zoo`: batch 1, images 1x3x224x2
 * ``onnxruntime``: ``CPUExecutionProvider``, default session options except
   ``intra_op_num_threads`` = the thread count;
 
-every method with the same number of threads (``--threads``, default: all cores). All methods
-of a network are timed in one process, interleaved: ``--runs`` rounds, each taking one sample
-of every method (rotating which method goes first, with a short pause between methods); a
-sample is the mean of ``number`` back-to-back calls (``number`` calibrated once so that a sample
-lasts >= ``--min-sample-ms``). Latency = median of the samples. Each compiled model's and
+every method with the same number of threads (``--threads``, default: all cores). Every method
+runs in its own worker process (:mod:`timing_workers`), and the methods of a network are timed
+interleaved: ``--runs`` rounds, each taking one sample of every method, one process active at a
+time (rotating which method goes first, with a ``--gap-ms`` pause before each sample so the
+previous runtime's thread pool stops spinning); a sample is one untimed call then the mean of
+``number`` back-to-back calls (``number`` calibrated once so that a sample lasts >=
+``--min-sample-ms``). Latency = median of the samples. Each compiled model's and
 torch.compile's / ONNX Runtime's output is checked against PyTorch eager
 (``max|y - y_torch| / max|y_torch|``).
 
@@ -50,6 +52,7 @@ if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
 from checkpoint import JsonlCheckpoint, Lock, write_json  # noqa: E402
+from timing_workers import Worker, WorkerError, calibrate, interleaved, rotated, warm_up  # noqa: E402,F401
 from common import machine, today  # noqa: E402  (bench/common.py, standard library only)
 
 NETWORKS = ("resnet18", "resnet50", "mobilenet_v2", "bert_base", "gpt2", "opt_125m", "vit_b16")
@@ -68,6 +71,9 @@ DEFAULT_OUT = os.path.join(HERE, "results", "e2e.json")
 SMOKE_OUT = os.path.join(ROOT, "work_dirs", "e2e_smoke", "e2e.json")
 FIXTURE_MODEL = os.path.join(ROOT, "tests", "data", "scorer_fixture", "model")
 SESSIONS_FILE = "tuning_sessions.json"
+#: how a network's methods are timed; a checkpointed measurement made another way is redone
+#: (v1: every method in its own process, bench/timing_workers.py; before it all shared one process)
+TIMING_PROTOCOL = "process-per-method-v1"
 
 
 def log(*parts) -> None:
@@ -103,41 +109,6 @@ def sample_stats(samples_s, number: int = 1) -> dict:
             "runs": len(xs), "number": number, "samples_ms": [round(x, 4) for x in xs]}
 
 
-def calibrate(fn, min_sample_s: float, clock=time.perf_counter, probes: int = 5) -> int:
-    """Calls per sample so that one sample lasts >= ``min_sample_s`` (1 for slow functions).
-
-    Uses the fastest of ``probes`` calls: one call stalled by another process must not make a
-    method's samples short (and noisier) for the whole measurement."""
-    times = []
-    for _ in range(probes):
-        start = clock()
-        fn()
-        times.append(clock() - start)
-    per_call = max(min(times), 1e-9)
-    return max(1, math.ceil(min_sample_s / per_call))
-
-
-def interleaved(fns: dict, runs: int, numbers: dict, gap_s: float = 0.0, clock=time.perf_counter,
-                sleep=time.sleep) -> dict:
-    """``{name: [seconds per call, one per round]}``: ``runs`` rounds, each timing ``numbers[name]``
-    back-to-back calls of every function; round ``r`` starts at function ``r mod n`` (no function
-    always first), with a ``gap_s`` pause before each (lets the previous method's spinning
-    thread pool go idle)."""
-    order = list(fns)
-    samples = {name: [] for name in order}
-    for r in range(runs):
-        k = r % len(order) if order else 0
-        for name in order[k:] + order[:k]:
-            if gap_s > 0:
-                sleep(gap_s)
-            fn, number = fns[name], numbers.get(name, 1)
-            start = clock()
-            for _ in range(number):
-                fn()
-            samples[name].append((clock() - start) / number)
-    return samples
-
-
 def fmt_s(s: float) -> str:
     s = int(s)
     return f"{s // 3600}h{s % 3600 // 60:02d}m" if s >= 3600 else f"{s // 60}m{s % 60:02d}s"
@@ -168,7 +139,8 @@ class Checkpoint(JsonlCheckpoint):
     def measure_for(self, net: str, methods, trials: int, runs: int) -> dict | None:
         """The checkpointed measurement of ``net`` if it covers ``methods`` at ``trials`` and >= ``runs``."""
         rec = self.measures.get(net)
-        if rec and set(methods) <= set(rec["methods"]) and rec["trials"] == trials and rec["runs"] >= runs:
+        if (rec and rec.get("timing") == TIMING_PROTOCOL and set(methods) <= set(rec["methods"])
+                and rec["trials"] == trials and rec["runs"] >= runs):
             return rec
         return None
 
@@ -318,51 +290,26 @@ def _first(out):
     return out
 
 
-def warm_up(fn, calls: int, seconds: float, clock=time.perf_counter, max_calls: int = 100_000) -> int:
-    """Call ``fn`` at least ``calls`` times and for at least ``seconds``; returns the number of calls.
-
-    (Eager PyTorch is still slow for its first calls, oneDNN and allocator warm-up.)"""
-    start, n = clock(), 0
-    while (n < calls or clock() - start < seconds) and n < max_calls:
-        fn()
-        n += 1
-    return n
-
-
-def default_measure(net: str, methods, *, artifacts: dict, runs: int, warmup: int, threads: int,
-                    min_sample_ms: float, gap_ms: float, warmup_s: float = 1.0) -> dict:
-    """Time ``methods`` on ``net`` interleaved (module docstring); returns the ``measure`` record body.
-
-    A method whose set-up, warm-up or output check raises gets a null latency and its error string.
-    """
+def setup_method(method: str, net: str, artifacts: dict, threads: int):
+    """``(run, output)`` of one method on ``net``, built in the timing worker's own process
+    (:mod:`timing_workers`): ``run()`` is timed, ``output()`` is checked against PyTorch eager."""
     import numpy as np
-    import torch
 
-    from cwm.frontends.numerics import max_rel_err
-
-    torch.set_num_threads(threads)
     x_np, input_name = network_input(net)
-    x = torch.from_numpy(x_np)
-    module = network_module(net)
-    with torch.inference_mode():
-        expected = _first(module(x)).numpy().copy()
-    fns, outputs, errors, setup_s = {}, {}, {}, {}
+    if method in ("torch_eager", "torch_compile"):
+        import torch
 
-    def setup_torch_eager():
+        torch.set_num_threads(threads)
+        x = torch.from_numpy(x_np)
+        module = network_module(net)
+        if method == "torch_compile":
+            module = torch.compile(module)  # inductor, mode=None ("default")
+
         def run():
             with torch.inference_mode():
                 return module(x)
-        return run, lambda: _first(run()).numpy()
-
-    def setup_torch_compile():
-        compiled = torch.compile(module)  # inductor, mode=None ("default")
-
-        def run():
-            with torch.inference_mode():
-                return compiled(x)
-        return run, lambda: _first(run()).numpy()
-
-    def setup_onnxruntime():
+        return run, lambda: np.asarray(_first(run()).numpy())
+    if method == "onnxruntime":
         import onnxruntime as ort
 
         options = ort.SessionOptions()
@@ -370,8 +317,7 @@ def default_measure(net: str, methods, *, artifacts: dict, runs: int, warmup: in
         session = ort.InferenceSession(artifacts["onnx"], options, providers=["CPUExecutionProvider"])
         feed = {input_name: x_np}
         return (lambda: session.run(None, feed)), (lambda: session.run(None, feed)[0])
-
-    def setup_compiled(method):
+    if method in COMPILED:
         import cwm
         import tvm
 
@@ -379,26 +325,52 @@ def default_measure(net: str, methods, *, artifacts: dict, runs: int, warmup: in
         vm, weights = model._ready()
         main = vm["main"]
         args = [tvm.runtime.tensor(x_np, model.device)] + list(weights)
-        return (lambda: main(*args)), (lambda: _first(model(x_np)))
+        return (lambda: main(*args)), (lambda: np.asarray(_first(model(x_np))))
+    raise ValueError(f"unknown method {method!r}")
 
-    setups = {"torch_eager": setup_torch_eager, "torch_compile": setup_torch_compile,
-              "onnxruntime": setup_onnxruntime, "cwm": lambda: setup_compiled("cwm"),
-              "tvm_ms_xgb": lambda: setup_compiled("tvm_ms_xgb")}
-    for method in methods:
-        start = time.perf_counter()
-        try:
-            run, output = setups[method]()
-            out = np.asarray(output())  # the first call (torch.compile compiles here)
-            outputs[method] = max_rel_err(out, expected)
-            warm_up(run, warmup, warmup_s)
-            fns[method] = run
-        except Exception as error:  # noqa: BLE001 - recorded, the other methods go on
-            errors[method] = f"{type(error).__name__}: {error}"
-            log(f"    {method} failed on {net}: {errors[method].splitlines()[0][:300]}")
-        setup_s[method] = round(time.perf_counter() - start, 3)
-    numbers = {m: calibrate(fn, min_sample_ms / 1e3) for m, fn in fns.items()}
-    samples = interleaved(fns, runs, numbers, gap_ms / 1e3)
-    results = {m: (sample_stats(samples[m], numbers[m]) if m in fns else None) for m in methods}
+
+def reference_output(net: str, threads: int):
+    """PyTorch eager's output on the example input, in a short-lived process of its own (so the
+    driver holds no thread pool while the workers are timed)."""
+    worker = Worker("reference", "e2e:setup_method",
+                    {"method": "torch_eager", "net": net, "artifacts": {}, "threads": threads},
+                    warmup=0, warmup_s=0.0, min_sample_s=0.0)
+    with worker.start():
+        return worker.output
+
+
+def default_measure(net: str, methods, *, artifacts: dict, runs: int, warmup: int, threads: int,
+                    min_sample_ms: float, gap_ms: float, warmup_s: float = 1.0) -> dict:
+    """Time ``methods`` on ``net``, each in its own process, interleaved (module docstring and
+    :mod:`timing_workers`); returns the ``measure`` record body.
+
+    Workers are set up one after another (torch.compile's compile does not compete with anything);
+    a method whose set-up, first call or warm-up raises gets a null latency and its error string.
+    """
+    from cwm.frontends.numerics import max_rel_err
+
+    expected = reference_output(net, threads)
+    workers, outputs, errors, setup_s = {}, {}, {}, {}
+    try:
+        for method in methods:
+            start = time.perf_counter()
+            worker = Worker(method, "e2e:setup_method",
+                            {"method": method, "net": net, "artifacts": artifacts, "threads": threads},
+                            warmup=warmup, warmup_s=warmup_s, min_sample_s=min_sample_ms / 1e3)
+            try:
+                workers[method] = worker.start()
+                outputs[method] = max_rel_err(worker.output, expected)
+            except WorkerError as error:  # recorded; the other methods go on
+                errors[method] = str(error)
+                log(f"    {method} failed on {net}: {errors[method].splitlines()[0][:300]}")
+            setup_s[method] = round(time.perf_counter() - start, 3)
+        samples = rotated({m: w.sample for m, w in workers.items()}, runs, gap_ms / 1e3)
+    finally:
+        for worker in workers.values():
+            worker.close()
+    results = {m: (sample_stats(samples[m], workers[m].number) if m in workers else None) for m in methods}
+    for m in workers:
+        results[m]["samples_in_order_ms"] = [round(x * 1e3, 4) for x in samples[m]]
     return {"results": results, "max_rel_err": {m: outputs.get(m) for m in methods if m != "torch_eager"},
             "errors": errors, "setup_s": setup_s, "threads": threads}
 
@@ -521,7 +493,8 @@ def run_measure(net, ckpt, args, measure_fn) -> dict:
     body = measure_fn(net, args.method_list, artifacts=artifacts, runs=args.runs, warmup=args.warmup,
                       threads=args.threads, min_sample_ms=args.min_sample_ms, gap_ms=args.gap_ms,
                       warmup_s=args.warmup_s)
-    rec = {"kind": "measure", "net": net, "methods": list(args.method_list), "trials": args.trials,
+    rec = {"kind": "measure", "net": net, "timing": TIMING_PROTOCOL, "methods": list(args.method_list),
+           "trials": args.trials,
            "runs": args.runs, "warmup": args.warmup, "min_sample_ms": args.min_sample_ms, "gap_ms": args.gap_ms,
            "warmup_s": args.warmup_s, **body, "wall_s": round(time.perf_counter() - start, 3),
            "loadavg_before": [round(x, 2) for x in load],
@@ -560,6 +533,7 @@ def summarize(ckpt: Checkpoint, args, partial: bool) -> dict:
             "warmup_s": args.warmup_s,
             "min_sample_ms": args.min_sample_ms, "gap_ms": args.gap_ms,
             "statistic": "median of interleaved samples; a sample = mean of `number` back-to-back calls",
+            "timing": TIMING_PROTOCOL + ": every method in its own process, one active at a time",
             "setup": {"batch": 1, "image": "1x3x224x224 float32", "sequence": "1x128 int64",
                       "compiled_from": "the network's ONNX file (opset 17)", "target": "llvm (host, mcpu)",
                       "torch_compile": "torch.compile(module), backend inductor, mode default",
@@ -612,9 +586,10 @@ def parse_args(argv=None):
     p.add_argument("--runs", type=int, default=20, help="interleaved timed rounds per network (>= 20)")
     p.add_argument("--warmup", type=int, default=5, help="untimed calls per method before timing (at least)")
     p.add_argument("--warmup-s", type=float, default=2.0, help="untimed calls for at least this long per method")
-    p.add_argument("--min-sample-ms", type=float, default=10.0,
+    p.add_argument("--min-sample-ms", type=float, default=50.0,
                    help="a sample averages enough calls to last this long (fast models)")
-    p.add_argument("--gap-ms", type=float, default=20.0, help="pause before each sample")
+    p.add_argument("--gap-ms", type=float, default=300.0,
+                   help="pause before each sample: the previous method's thread pool stops spinning (TVM's spins > 50 ms)")
     p.add_argument("--threads", type=int, default=os.cpu_count() or 1, help="threads for every method")
     p.add_argument("--max-jobs", type=int, default=None, help="stop after this many jobs (resume later)")
     p.add_argument("--partial", action="store_true", help="write the JSON from what exists, even if incomplete")

@@ -237,3 +237,13 @@ def test_e2e_table(report):
     row = next(line for line in lines if line.startswith("| resnet18"))
     assert "| 19 |" in row and "5.00" in row and "failed" in row and "600" in row and "1.0e-06" in row
     assert ("e2e.json", report.e2e_table) in report.TABLES
+
+
+def test_measurement_of_another_timing_protocol_is_redone(e2e, tmp_path):
+    path = tmp_path / "e2e_runs.jsonl"
+    old = {"kind": "measure", "net": "resnet18", "methods": list(e2e.METHODS), "trials": 16, "runs": 20}
+    path.write_text(json.dumps(old) + "\n" + json.dumps({**old, "net": "gpt2", "timing": e2e.TIMING_PROTOCOL}) + "\n")
+    ckpt = e2e.Checkpoint(str(path))
+    assert ckpt.measure_for("resnet18", e2e.METHODS, 16, 20) is None  # all methods in one process: redone
+    assert ckpt.measure_for("gpt2", e2e.METHODS, 16, 20) is not None
+    assert ckpt.measure_for("gpt2", e2e.METHODS, 16, 30) is None  # more rounds asked for
