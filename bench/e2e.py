@@ -331,7 +331,7 @@ def setup_method(method: str, net: str, artifacts: dict, threads: int):
 
 def reference_output(net: str, threads: int):
     """PyTorch eager's output on the example input, in a short-lived process of its own (so the
-    driver holds no thread pool while the workers are timed)."""
+    driver holds no thread pool while the workers are timed); used when torch_eager is not timed."""
     worker = Worker("reference", "e2e:setup_method",
                     {"method": "torch_eager", "net": net, "artifacts": {}, "threads": threads},
                     warmup=0, warmup_s=0.0, min_sample_s=0.0)
@@ -349,8 +349,7 @@ def default_measure(net: str, methods, *, artifacts: dict, runs: int, warmup: in
     """
     from cwm.frontends.numerics import max_rel_err
 
-    expected = reference_output(net, threads)
-    workers, outputs, errors, setup_s = {}, {}, {}, {}
+    workers, errors, setup_s = {}, {}, {}
     try:
         for method in methods:
             start = time.perf_counter()
@@ -359,11 +358,14 @@ def default_measure(net: str, methods, *, artifacts: dict, runs: int, warmup: in
                             warmup=warmup, warmup_s=warmup_s, min_sample_s=min_sample_ms / 1e3)
             try:
                 workers[method] = worker.start()
-                outputs[method] = max_rel_err(worker.output, expected)
             except WorkerError as error:  # recorded; the other methods go on
                 errors[method] = str(error)
                 log(f"    {method} failed on {net}: {errors[method].splitlines()[0][:300]}")
             setup_s[method] = round(time.perf_counter() - start, 3)
+        # the torch_eager worker's first output is the reference; a separate process only without it
+        expected = (workers["torch_eager"].output if "torch_eager" in workers
+                    else reference_output(net, threads))
+        outputs = {m: max_rel_err(w.output, expected) for m, w in workers.items()}
         samples = rotated({m: w.sample for m, w in workers.items()}, runs, gap_ms / 1e3)
     finally:
         for worker in workers.values():

@@ -37,8 +37,6 @@ TUNING_DIR = "tuning"
 _ARCH_ALIASES = {"amd64": "x86_64", "x64": "x86_64", "arm64": "aarch64"}
 
 
-
-
 def _arch(name: str) -> str:
     name = (name or "").lower()
     return _ARCH_ALIASES.get(name, name)
