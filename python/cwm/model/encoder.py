@@ -115,14 +115,14 @@ class StateEncoder(torch.nn.Module):
             for win in self.windows(seq):
                 wins.append(win)
                 owner.append(b)
-        dev = next(self.parameters()).device
-        pooled = torch.zeros(len(ids), self.roberta.config.hidden_size, device=dev)
+        dev, dtype = next(self.parameters()).device, next(self.parameters()).dtype
+        pooled = torch.zeros(len(ids), self.roberta.config.hidden_size, device=dev, dtype=dtype)
         pad = self.tokenizer.pad_id
         for c in range(0, len(wins), self.config.batch_windows):
             chunk = wins[c:c + self.config.batch_windows]
             width = max(len(w[0]) for w in chunk)
             inp = torch.full((len(chunk), width), pad, dtype=torch.long)
-            wts = torch.zeros(len(chunk), width)
+            wts = torch.zeros(len(chunk), width, dtype=dtype)
             for r, (x, w) in enumerate(chunk):
                 inp[r, :len(x)] = torch.tensor(x)
                 wts[r, :len(w)] = torch.tensor(w)
@@ -139,14 +139,24 @@ class StateEncoder(torch.nn.Module):
 
     @torch.no_grad()
     def encode(self, texts, batch_size: int = 32) -> torch.Tensor:
-        """Inference embeddings ``[B, dim]`` (eval mode, no grad: deterministic)."""
-        was = self.training
+        """Inference embeddings ``[B, dim]`` float32 (eval mode, no grad), the same bits on every host.
+
+        The forward pass runs in float64 and is rounded to float32 once at the end. In float32,
+        torch's kernels differ by host (AVX2 / AVX-512 code paths, MKL's vendor dispatch) in the
+        last bits, and the ranker's trees split exactly at training values of ``ẑ_T - z_0``, so
+        a 3e-8 change of z_0 moved scores by up to 0.16 on an Intel host (docs/decisions.md).
+        Host differences in float64 (~1e-16) vanish in the rounding, except with negligible odds.
+        The float32 -> float64 -> float32 round trip of the weights is exact.
+        """
+        was, dtype = self.training, next(self.parameters()).dtype
         self.eval()
+        self.double()
         try:
             texts = list(texts)
             parts = [self.forward(texts[i:i + batch_size]) for i in range(0, len(texts), batch_size)]
-            return torch.cat(parts) if parts else torch.zeros(0, self.dim)
+            return torch.cat(parts).float() if parts else torch.zeros(0, self.dim)
         finally:
+            self.to(dtype)
             self.train(was)
 
     # --------------------------------------------------------------- files
