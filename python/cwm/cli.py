@@ -15,6 +15,7 @@ COMMANDS = {
     "dataset": ("cwm.dataset.cli", "build, collect and inspect the trajectory dataset"),
     "train": ("cwm.model.cli", "train the world model (encoder, TransH transition, ranker) on the dataset"),
     "eval": ("cwm.model.eval_cli", "rank the held-out test tasks with the world model and the baselines"),
+    "probe": ("cwm.model.probe", "task-grouped CV of one ranker on each candidate representation (z0, rollout, snapshots)"),
     "tune": ("cwm.tuning.cli", "tune one TIR workload with a chosen cost model (cwm, xgb, xgb-pretrained, random)"),
     "compile": ("cwm.compile.cli", "compile an ONNX model: tune, build and export it to a folder (docs/compile.md)"),
     "run": ("cwm.compile.run_cli", "run a compiled-model folder on .npy inputs"),

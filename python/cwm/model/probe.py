@@ -1,0 +1,189 @@
+"""``cwm probe``: which representation of a candidate carries what ranking needs (issue #12).
+
+The same small LambdaRank ranker is fitted on each representation with task-grouped
+cross-validation over the **training** tasks only (the held-out tasks stay for the final
+report). Representations (:mod:`cwm.model.probe_features`):
+
+* ``z0``            ``E(s_0)``, the same for every candidate of a task (a floor: all ties, which
+  the pairwise metric counts as wrong);
+* ``zt_hat``        the rollout's displacement ``ẑ_T - z_0`` (what CWM's ranker sees);
+* ``et``            ``E(s_T) - E(s_0)`` of the real final program (snapshot of the encoder);
+* ``store``         pooled per-store features of the real final program (snapshot ceiling);
+* ``store_pred``    those features predicted from the rollout ``[ẑ_T - z_0, stats]`` by a ridge
+  decoder fitted on the training folds; its standardized error is reported on the fitting
+  folds and on the held-out fold (a decoder that only memorizes shows a large gap);
+* ``stats``         action statistics + hardware features alone;
+
+and each of the first five with ``+stats``. ``store`` and ``et`` replay the candidate: they
+are baselines, never CWM's scoring path (DESIGN.md §5).
+
+    python -m cwm probe [--data data/dataset] [--model-dir DIR] [--folds 5] [--out bench/results/probe.json]
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import time
+from pathlib import Path
+
+import numpy as np
+
+BASE = ("z0", "zt_hat", "et", "store", "store_pred")
+REPRESENTATIONS = BASE + tuple(f"{r}+stats" for r in BASE) + ("stats",)
+RIDGE = 1.0  # decoder regularization on standardized inputs (a probe, not a tuned model)
+
+
+def task_folds(keys: list[str], folds: int, seed: int) -> list[list[str]]:
+    """Tasks dealt into ``folds`` groups after a seeded shuffle (every task in exactly one)."""
+    order = list(keys)
+    np.random.default_rng(seed).shuffle(order)
+    return [order[i::folds] for i in range(folds)]
+
+
+class StoreDecoder:
+    """Ridge regression from the rollout ``[ẑ_T - z_0, stats]`` to standardized per-store features."""
+
+    def fit(self, tasks):
+        x, y = self._x(tasks), np.concatenate([t["store"] for t in tasks])
+        ok = np.isfinite(y).all(1)
+        x, y = x[ok], y[ok]
+        self.xm, self.xs = x.mean(0), x.std(0) + 1e-6
+        self.ym, std = y.mean(0), y.std(0)
+        self.ys = np.where(std < 1e-3, 1.0, std)  # a feature constant on the fitting folds: raw units
+        xn, yn = (x - self.xm) / self.xs, (y - self.ym) / self.ys
+        a = np.c_[xn, np.ones(len(xn))]
+        self.w = np.linalg.solve(a.T @ a + RIDGE * np.eye(a.shape[1]), a.T @ yn)
+        return self
+
+    @staticmethod
+    def _x(tasks):
+        return np.concatenate([np.c_[t["zt_hat"] - t["z0"], t["stats"]] for t in tasks]).astype(np.float64)
+
+    def predict(self, task) -> np.ndarray:
+        xn = (self._x([task]) - self.xm) / self.xs
+        return (np.c_[xn, np.ones(len(xn))] @ self.w) * self.ys + self.ym
+
+    def error(self, tasks) -> float:
+        """Mean squared error in standard units (1.0 = predicting the mean)."""
+        errs = []
+        for t in tasks:
+            ok = np.isfinite(t["store"]).all(1)
+            if ok.any():
+                errs.append((((self.predict(t)[ok] - t["store"][ok]) / self.ys) ** 2).mean(1))
+        return float(np.mean(np.concatenate(errs))) if errs else float("nan")
+
+
+def representation(name: str, task: dict, decoder: StoreDecoder | None) -> np.ndarray:
+    base, _, extra = name.partition("+")
+    n = len(task["lat"])
+    if base == "stats":
+        parts = [task["stats"]]
+    else:
+        parts = [{"z0": lambda: np.repeat(task["z0"][None], n, 0),
+                  "zt_hat": lambda: task["zt_hat"] - task["z0"],
+                  "et": lambda: task["et"] - task["z0"],
+                  "store": lambda: task["store"],
+                  "store_pred": lambda: decoder.predict(task)}[base]()]
+        if extra == "stats":
+            parts.append(task["stats"])
+    return np.concatenate(parts, 1).astype(np.float32)
+
+
+def cross_validate(tasks: list[dict], folds: int, seed: int, ranker_cfg, log=print) -> dict:
+    """Task-grouped CV of every representation; metrics pooled over the held-out folds."""
+    from cwm.model.metrics import summarize
+    from cwm.model.ranker import Ranker
+
+    by_key = {t["key"]: t for t in tasks}
+    scored = {name: [] for name in REPRESENTATIONS}
+    decoder_err = {"fit": [], "heldout": []}
+    for f, val_keys in enumerate(task_folds(sorted(by_key), folds, seed)):
+        val = [by_key[k] for k in val_keys]
+        fit = [t for k, t in by_key.items() if k not in set(val_keys)]
+        decoder = StoreDecoder().fit(fit)
+        decoder_err["fit"].append(decoder.error(fit))
+        decoder_err["heldout"].append(decoder.error(val))
+        for name in REPRESENTATIONS:
+            ranker = Ranker(ranker_cfg).fit(
+                np.concatenate([representation(name, t, decoder) for t in fit]),
+                np.concatenate([t["lat"] for t in fit]),
+                np.concatenate([np.full(len(t["lat"]), i) for i, t in enumerate(fit)]))
+            for t in val:
+                scored[name].append((t["lat"], ranker.predict(representation(name, t, decoder)), t["weight"]))
+        log(f"fold {f + 1}/{folds}: decoder error fit {decoder_err['fit'][-1]:.3f}, "
+            f"held-out {decoder_err['heldout'][-1]:.3f}")
+    return {"representations": {name: summarize(rows) for name, rows in scored.items()},
+            "store_decoder_std_mse": {k: float(np.mean(v)) for k, v in decoder_err.items()}}
+
+
+def run_probe(data, model_dir, folds: int = 5, seed: int = 0, cache_dir=None, max_tasks=None,
+              max_candidates: int | None = 64, log=print) -> dict:
+    from cwm.dataset.loader import DatasetLoader
+    from cwm.model.probe_features import model_fingerprint, task_representations
+    from cwm.model.ranker import RankerConfig
+    from cwm.model.world_model import WorldModel
+
+    loader, model = DatasetLoader(data), WorldModel.load(model_dir)
+    target = loader.store.manifest().get("target") or {"kind": "llvm"}
+    cache_dir = Path(cache_dir or Path.home() / ".cache" / "cwm" / "probe")
+    fingerprint = model_fingerprint(model_dir)
+    start, tasks = time.perf_counter(), []
+    keys = loader.task_keys("train")[:max_tasks]
+    for i, key in enumerate(keys):
+        arrays = task_representations(loader, model, key, target, cache_dir, fingerprint, max_candidates, seed)
+        if arrays is not None:
+            meta = loader.store.get_task(key)
+            tasks.append({"key": key, **arrays, "weight": float(sum(meta.get("networks", {}).values()) or 1.0)})
+        if (i + 1) % 10 == 0:
+            log(f"representations: {i + 1}/{len(keys)} tasks ({time.perf_counter() - start:.0f} s)")
+    if len(tasks) < folds:
+        raise ValueError(f"{len(tasks)} training tasks with measured records: fewer than --folds {folds}")
+    ranker_cfg = RankerConfig(n_estimators=100, max_depth=6, seed=seed)
+    result = cross_validate(tasks, folds, seed, ranker_cfg, log)
+    return {"benchmark": "probe", "date": time.strftime("%Y-%m-%d"), "host": platform.processor() or platform.machine(),
+            "cpu": _cpu_name(), "model_dir": str(model_dir), "model_fingerprint": fingerprint, "split": "train",
+            "folds": folds, "seed": seed, "max_candidates_per_task": max_candidates, "tasks": len(tasks), "candidates": int(sum(len(t["lat"]) for t in tasks)),
+            "ranker": {"n_estimators": ranker_cfg.n_estimators, "max_depth": ranker_cfg.max_depth},
+            "seconds": round(time.perf_counter() - start, 1), **result}
+
+
+def _cpu_name() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--data", default="data/dataset", help="dataset directory (only its training split is used)")
+    p.add_argument("--model-dir", default=None, help="world model (default: the shipped one)")
+    p.add_argument("--folds", type=int, default=5)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--cache-dir", default=None, help="per-task representation cache (default ~/.cache/cwm/probe)")
+    p.add_argument("--max-tasks", type=int, default=None, help="only the first N training tasks (a quick look)")
+    p.add_argument("--max-candidates", type=int, default=64,
+                   help="seeded subset of each task's candidates (0: all; encoding E(s_T) is the slow part)")
+    p.add_argument("--out", default="bench/results/probe.json")
+
+
+def main(argv) -> int:
+    p = argparse.ArgumentParser(prog="python -m cwm probe", description=__doc__.splitlines()[0])
+    add_arguments(p)
+    args = p.parse_args(argv)
+    if args.folds < 2:
+        p.error("--folds must be at least 2")
+    from cwm.model import default_model_dir
+
+    result = run_probe(args.data, args.model_dir or default_model_dir(), args.folds, args.seed, args.cache_dir,
+                       args.max_tasks, args.max_candidates or None)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
+    print(f"{'representation':<18} {'top1':>6} {'pairwise':>9}")
+    for name, m in result["representations"].items():
+        print(f"{name:<18} {m['top1']:6.3f} {m['pairwise_acc']:9.3f}")
+    print(f"store decoder std-MSE: {result['store_decoder_std_mse']}; wrote {args.out}")
+    return 0

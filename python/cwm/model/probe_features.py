@@ -1,0 +1,94 @@
+"""Per-task representations for the probe (``cwm probe``), computed once and cached.
+
+For every measured candidate of a task, the probe compares what each representation says
+about its speed (issue #12). One ``.npz`` per task under the cache directory holds:
+
+* ``z0``     ``[D]``     ``E(s_0)`` of the unscheduled workload (what CWM scores from);
+* ``zt_hat`` ``[N, D]``  the rollout ``ẑ_T`` of each candidate's actions (CWM's scoring path);
+* ``et``     ``[N, D]``  ``E(s_T)``, the encoder on the real final program (a snapshot);
+* ``store``  ``[N, 2F]`` MetaSchedule's per-store features of the real final program, pooled
+  over stores (sum, then max): the snapshot ceiling of experiment A;
+* ``stats``  ``[N, S]``  the action statistics and hardware features the ranker sees;
+* ``lat``    ``[N]``     measured latency (inf when the build or run failed).
+
+A candidate whose trace no longer replays gets NaN per-store features (XGBoost treats them as
+missing); ``store_ok`` marks the rest. The cache is keyed by task and by the model directory's
+manifest hash, so a retrained model never reads stale rollouts; an interrupted probe resumes.
+"""
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+
+import numpy as np
+
+STORE_POOLS = ("sum", "max")
+
+
+def model_fingerprint(model_dir) -> str:
+    return hashlib.sha256((Path(model_dir) / "manifest.json").read_bytes()).hexdigest()[:12]
+
+
+def _per_store(loader, key, workload, trajs, target) -> tuple[np.ndarray, np.ndarray]:
+    """Pooled per-store features of every candidate's real final program (replay + TVM)."""
+    import tvm
+    from tvm.s_tir import meta_schedule as ms
+
+    from cwm.replay import apply_trace
+
+    ctx = ms.TuneContext(mod=workload, target=tvm.target.Target(target), task_name=str(key), num_threads=1)
+    extractor = ms.feature_extractor.PerStoreFeature()
+    rows, ok = [], []
+    for traj in trajs:
+        try:
+            sch = apply_trace(workload, traj.trace)
+            cand = ms.MeasureCandidate(sch, ms.arg_info.ArgInfo.from_entry_func(sch.mod, remove_preproc=True))
+            f = extractor.extract_from(ctx, [cand])[0].numpy()
+        except Exception:  # noqa: BLE001 - a record that no longer replays is a missing value
+            rows.append(None)
+            ok.append(False)
+            continue
+        rows.append(np.concatenate([f.sum(0), f.max(0)]) if len(f) else None)
+        ok.append(len(f) > 0)
+    width = next((len(r) for r in rows if r is not None), 2 * 164)
+    out = np.full((len(rows), width), np.nan, np.float32)
+    for i, r in enumerate(rows):
+        if r is not None:
+            out[i] = r
+    return out, np.array(ok)
+
+
+def task_representations(loader, model, key: str, target, cache_dir, fingerprint: str,
+                         max_candidates: int | None = None, seed: int = 0) -> dict | None:
+    """The arrays above for one task (from the cache when present); ``None`` if < 2 valid latencies.
+
+    ``max_candidates`` keeps a seeded random subset of a task's candidates (encoding every final
+    program takes ~0.2 s a candidate on this machine; 64 of ~150 keep the probe under an hour).
+    """
+    from cwm import native
+    from cwm.model.evaluate import _encode_states
+
+    path = Path(cache_dir) / f"{key}-{fingerprint}-n{max_candidates or 'all'}-s{seed}.npz"
+    if path.is_file():
+        with np.load(path, allow_pickle=False) as f:
+            return {k: f[k] for k in f.files}
+    trajs = loader.trajectories(key)
+    if max_candidates and len(trajs) > max_candidates:
+        keep = np.sort(np.random.default_rng([seed, len(trajs)]).choice(len(trajs), max_candidates, replace=False))
+        trajs = [trajs[i] for i in keep]
+    lat = np.array([t.latency if t.latency is not None else np.inf for t in trajs], np.float64)
+    if np.isfinite(lat).sum() < 2:
+        return None
+    workload = loader.workload(key)
+    fb = native.featurize_batch([t.trace for t in trajs])
+    z0 = model.z0(workload)
+    zt_hat = model.rollout(z0, fb)
+    stats = model.features(zt_hat, fb, target, z0)[:, len(z0):]
+    store, ok = _per_store(loader, key, workload, trajs, target)
+    arrays = {"z0": z0, "zt_hat": zt_hat.astype(np.float32), "et": _encode_states(model, trajs, "final"),
+              "store": store, "store_ok": ok, "stats": stats.astype(np.float32), "lat": lat}
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp.npz")
+    np.savez(tmp, **arrays)
+    tmp.replace(path)  # atomic: an interrupted probe never leaves a half-written task
+    return arrays
