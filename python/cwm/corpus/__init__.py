@@ -1,0 +1,1 @@
+"""The unmeasured-trajectory corpus: generated workloads, sampled schedules, prefix-state targets."""
