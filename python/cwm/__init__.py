@@ -14,12 +14,13 @@ from cwm import tvm_patch as _tvm_patch
 _tvm_patch.install()
 
 __all__ = ["__version__", "NATIVE_API_VERSION", "tune", "TuneResult", "compile", "load", "CompiledModel",
-           "CompileOptions"]
+           "CompileOptions", "UntunableTaskError"]
 
 _LAZY = {"tune": "cwm.tuning.tune", "TuneResult": "cwm.tuning.tune",
          # cwm.compile is also a package; once imported, the attribute is that (callable) module
          "compile": "cwm.compile.api", "load": "cwm.compile.api",
-         "CompiledModel": "cwm.compile.compiled_model", "CompileOptions": "cwm.compile.options"}
+         "CompiledModel": "cwm.compile.compiled_model", "CompileOptions": "cwm.compile.options",
+         "UntunableTaskError": "cwm.tuning.design_space"}
 
 
 def __getattr__(name):

@@ -7,6 +7,7 @@ result, with a report of what was done. docs/compile.md has the whole story.
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 import time
 
@@ -33,10 +34,13 @@ def run_pipeline(model, options: CompileOptions | None = None, **kwargs):
     """Run the options' pipeline on ``model``; return the :class:`~cwm.compile.state.CompileState`.
 
     Use it for partial pipelines (e.g. ``pipeline="cwm-import,cwm-partition"`` to look at the
-    tasks); :func:`compile` wraps a pipeline that ends with a build.
+    tasks); :func:`compile` wraps a pipeline that ends with a build. Without ``work_dir`` it works
+    in a new ``cwm_compile_*`` temporary folder: removed when the pipeline fails, else left in
+    ``state.work_dir`` for the caller (:func:`compile` removes it).
     """
     from cwm.compile.pipeline import resolve
     from cwm.compile.state import CompileState
+    from cwm.compile.tuning import work_dir_lock
     from cwm.tuning.target import resolve_target
 
     options = make_options(options, caller="cwm.compile.run_pipeline()", **kwargs)
@@ -47,7 +51,14 @@ def run_pipeline(model, options: CompileOptions | None = None, **kwargs):
     state = CompileState(source=model, options=options, target=target, work_dir=work_dir)
     instruments = make_instruments(options)
     start = time.perf_counter()
-    pipeline.run(state, instruments)
+    try:
+        # one process at a time in work_dir: two compiles appending to one database corrupt it
+        with work_dir_lock(work_dir, options.lock_timeout):
+            pipeline.run(state, instruments)
+    except BaseException:
+        if not options.work_dir:
+            shutil.rmtree(work_dir, ignore_errors=True)
+        raise
     state.wall_s = time.perf_counter() - start
     state.pipeline = str(pipeline)
     state.pass_seconds = instruments[0].seconds()
@@ -72,21 +83,38 @@ def compile(model, options: CompileOptions | None = None, **kwargs):  # noqa: A0
         raise CompileError(f"pipeline {str(resolve(options.pipeline))!r} has no cwm-build pass, so there is "
                            "nothing to run; use cwm.compile.run_pipeline for partial pipelines")
     state = run_pipeline(model, options)
-    files = database_files(state.work_dir) if state.database is not None else []
-    compiled = CompiledModel(state.executable, state.target, state.inputs, state.outputs, state.params,
-                             state.param_mode, report=_report(state), pipeline=state.pipeline,
-                             database_files=files, frontend=state.frontend)
-    if options.measure_baseline and compiled.device.exist:
-        _measure(compiled, state, options)
-    return compiled
+    temporary = not options.work_dir  # run_pipeline's own temporary folder: removed here, success or not
+    try:
+        files = database_files(state.work_dir) if state.database is not None else []
+        data = {}
+        if temporary:  # the artifact's tuning/ files, kept in memory
+            data = {os.path.basename(f): open(f, "rb").read() for f in files}
+            files = []
+        compiled = CompiledModel(state.executable, state.target, state.inputs, state.outputs, state.params,
+                                 state.param_mode, report=_report(state), pipeline=state.pipeline,
+                                 database_files=files, frontend=state.frontend, database_data=data)
+        if temporary:
+            compiled.report["work_dir"] = None
+        if options.measure_baseline and compiled.device.exist:
+            _measure(compiled, state, options)
+        return compiled
+    finally:
+        if temporary:
+            shutil.rmtree(state.work_dir, ignore_errors=True)
 
 
-def load(path, check_versions: bool = True, check_target: bool = True):
+def load(path, check_versions: bool = True, check_target: bool = True, expect_sha256=None):
     """The compiled model in the folder ``path`` (written by ``CompiledModel.export``), after
-    checking file hashes, versions and that its target runs here (:mod:`cwm.compile.artifact`)."""
+    checking file hashes, versions and that its target runs here (:mod:`cwm.compile.artifact`).
+
+    Loading runs the artifact's native code (``model.so``): load only folders you trust
+    (docs/trust.md). ``expect_sha256`` pins the sha256 of its ``manifest.json`` (which lists the
+    sha256 of every other file; ``CompiledModel.artifact_sha256``, printed by ``cwm compile``):
+    any other artifact is refused with ``ArtifactError`` before its code is loaded."""
     from cwm.compile.artifact import load as load_artifact
 
-    return load_artifact(path, check_versions=check_versions, check_target=check_target)
+    return load_artifact(path, check_versions=check_versions, check_target=check_target,
+                         expect_sha256=expect_sha256)
 
 
 def _report(state) -> dict:

@@ -13,14 +13,30 @@ Layout::
 match their recorded sha256, that was written by another TVM version or an incompatible cwm
 format, or whose target cannot run here (a cuda model without a CUDA device, an llvm model
 for another CPU architecture). A different ``mcpu`` of the same architecture is only a
-warning: the code may still run, or may stop on an unsupported instruction.
+warning: the code may still run, or may stop on an unsupported instruction. A ``model.so``
+shorter than its ELF headers say (a cut-short copy) is refused before it is mapped: loading it
+would kill the process with SIGBUS.
+
+``export`` is atomic: it writes a temporary sibling folder (``.NAME.tmp-*``), then moves the old
+artifact aside, renames the new one into place and removes the old one; a failure leaves the old
+artifact as it was. It refuses a non-empty folder that is not an artifact.
+
+Trust (docs/trust.md): ``model.so`` is native code, and loading it runs it. The sha256 values in
+the manifest catch accidents (a truncated copy, a flipped bit), not an attacker, who can re-hash.
+``load(path, expect_sha256=...)`` pins the sha256 of ``manifest.json`` itself, which lists the
+size and sha256 of every other file: a pinned hash fixes the whole artifact. It is
+``CompiledModel.artifact_sha256`` after ``export`` or ``load``, and ``cwm compile`` prints it.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import platform
+import secrets
 import shutil
+import struct
+import sys
 import warnings
 
 from cwm.compile.errors import ArtifactError
@@ -68,36 +84,133 @@ def _host(target) -> dict:
 
 
 def export(model, path) -> str:
-    """Write ``model`` (a :class:`~cwm.compile.compiled_model.CompiledModel`) into the folder ``path``."""
+    """Write ``model`` (a :class:`~cwm.compile.compiled_model.CompiledModel`) into the folder ``path``.
+
+    Atomic: the artifact is written into a temporary sibling folder and renamed into place, so a
+    failure leaves what was in ``path`` as it was. ``path`` must be new, empty, or hold a cwm
+    artifact (which is replaced); anything else is refused with ``ArtifactError``. Sets
+    ``model.artifact_sha256`` (the sha256 of the new ``manifest.json``, for ``load(expect_sha256=)``).
+    """
     path = os.fspath(path)
-    os.makedirs(path, exist_ok=True)
-    old = os.path.join(path, MANIFEST)
-    if os.path.exists(old):
-        os.remove(old)  # the manifest goes last: a half-written folder never looks complete
-    library = os.path.join(path, LIBRARY)
-    if model.library_path is not None and os.path.abspath(model.library_path) != os.path.abspath(library):
+    final = os.path.realpath(path)  # a symlink to a folder: replace the folder it points at
+    _check_destination(path, final)
+    parent, base = os.path.split(final)
+    os.makedirs(parent, exist_ok=True)
+    tmp = _new_sibling(parent, base, "tmp")
+    try:
+        manifest = _write(model, tmp, path)
+        _replace(tmp, final)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    # files of ``model`` that lived in the replaced folder now live, identical, in the new one
+    model.library_path = _moved(model.library_path, final)
+    model.database_files = [_moved(f, final) for f in model.database_files]
+    model.artifact_sha256 = hashlib.sha256(manifest).hexdigest()
+    return path
+
+
+def is_artifact(path) -> bool:
+    """``path`` holds a cwm artifact: a ``manifest.json`` of this format, or only artifact file
+    names (a folder an older, non-atomic export left half-written)."""
+    try:
+        with open(os.path.join(path, MANIFEST), "rb") as f:
+            if json.loads(f.read()).get("format") == FORMAT:
+                return True
+    except (OSError, ValueError, AttributeError):
+        pass
+    names = set(os.listdir(path))
+    return bool(names) and names <= {MANIFEST, f"{MANIFEST}.tmp", LIBRARY, PARAMS, TUNING_DIR}
+
+
+def check_export_destination(path) -> None:
+    """``ArtifactError`` when :func:`export` would refuse ``path`` (a file, or a non-empty folder
+    that is not an artifact); lets a caller find out before a long compile."""
+    _check_destination(os.fspath(path), os.path.realpath(os.fspath(path)))
+
+
+def _check_destination(path, final) -> None:
+    if os.path.lexists(final) and not os.path.isdir(final):
+        raise ArtifactError(f"cannot export to {path}: it exists and is not a folder")
+    if os.path.isdir(final) and os.listdir(final) and not is_artifact(final):
+        raise ArtifactError(f"cannot export to {path}: the folder is not empty and is not a cwm compiled-model "
+                            f"folder (no {MANIFEST}), so export will not replace it; choose a new or empty folder")
+
+
+def _new_sibling(parent, base, kind) -> str:
+    """A new empty folder ``parent/.BASE.KIND-PID-RANDOM`` (mode from the umask, unlike mkdtemp)."""
+    while True:
+        candidate = os.path.join(parent, f".{base}.{kind}-{os.getpid()}-{secrets.token_hex(4)}")
+        try:
+            os.mkdir(candidate)
+            return candidate
+        except FileExistsError:  # pragma: no cover - 32 random bits
+            continue
+
+
+def _replace(new, final) -> None:
+    """Rename the folder ``new`` to ``final``; an existing ``final`` is moved aside first and
+    removed after (put back when the rename fails)."""
+    _fsync_tree(new)
+    if not os.path.lexists(final):
+        os.rename(new, final)
+        return
+    aside = _new_sibling(os.path.dirname(final), os.path.basename(final), "old")
+    os.rmdir(aside)  # only its (unique) name is wanted
+    os.rename(final, aside)
+    try:
+        os.rename(new, final)
+    except BaseException:
+        os.rename(aside, final)
+        raise
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+def _fsync_tree(folder) -> None:
+    for root, _, names in os.walk(folder):
+        for name in names:
+            fd = os.open(os.path.join(root, name), os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+
+
+def _moved(file, final):
+    if file is None:
+        return None
+    full = os.path.realpath(file)
+    return full if not full.startswith(final + os.sep) else os.path.join(final, os.path.relpath(full, final))
+
+
+def _write(model, folder, destination) -> bytes:
+    """Write the artifact files of ``model`` into the (new, empty) ``folder``; the manifest's bytes."""
+    library = os.path.join(folder, LIBRARY)
+    if model.library_path is not None:
         shutil.copyfile(model.library_path, library)
-    elif model.library_path is None:
-        model.executable.export_library(library)
+    else:
+        try:
+            model.executable.export_library(library)
+        except Exception as error:  # noqa: BLE001 - TVM (and the cross toolchain) raise their own types
+            raise ArtifactError(f"could not write {LIBRARY} (target {model.target}): {error}; {destination} was "
+                                "left as it was") from error
     files = [LIBRARY]
-    params_path = os.path.join(path, PARAMS)
     if model.params:
         from safetensors.numpy import save_file
 
-        save_file({k: _contiguous(v) for k, v in model.params.items()}, params_path)
+        save_file({k: _contiguous(v) for k, v in model.params.items()}, os.path.join(folder, PARAMS))
         files.append(PARAMS)
-    elif os.path.exists(params_path):
-        os.remove(params_path)
-    tuning = os.path.join(path, TUNING_DIR)
-    sources = [os.path.abspath(f) for f in model.database_files]
-    if os.path.isdir(tuning) and not any(os.path.dirname(s) == os.path.abspath(tuning) for s in sources):
-        shutil.rmtree(tuning)
-    for source in sources:
+    tuning = os.path.join(folder, TUNING_DIR)
+    for source in model.database_files:
         os.makedirs(tuning, exist_ok=True)
-        target = os.path.join(tuning, os.path.basename(source))
-        if os.path.abspath(target) != source:
-            shutil.copyfile(source, target)
+        shutil.copyfile(source, os.path.join(tuning, os.path.basename(source)))
         files.append(f"{TUNING_DIR}/{os.path.basename(source)}")
+    for name, data in (getattr(model, "database_data", None) or {}).items():  # a compile whose work dir is gone
+        if f"{TUNING_DIR}/{name}" not in files:
+            os.makedirs(tuning, exist_ok=True)
+            with open(os.path.join(tuning, name), "wb") as f:
+                f.write(data)
+            files.append(f"{TUNING_DIR}/{name}")
     manifest = {
         "format": FORMAT, "format_version": FORMAT_VERSION,
         "versions": versions(),
@@ -110,14 +223,13 @@ def export(model, path) -> str:
                    "tensors": [TensorSpec(k, tuple(v.shape), str(v.dtype)).to_json() for k, v in model.params.items()]},
         "pipeline": model.pipeline,
         "report": model.report,
-        "files": {name: {"sha256": sha256_of(os.path.join(path, name)),
-                         "bytes": os.path.getsize(os.path.join(path, name))} for name in files},
+        "files": {name: {"sha256": sha256_of(os.path.join(folder, name)),
+                         "bytes": os.path.getsize(os.path.join(folder, name))} for name in files},
     }
-    tmp = f"{old}.tmp"
-    with open(tmp, "w") as f:
-        json.dump(manifest, f, indent=2, default=_json_default)
-    os.replace(tmp, old)
-    return path
+    data = json.dumps(manifest, indent=2, default=_json_default).encode()
+    with open(os.path.join(folder, MANIFEST), "wb") as f:
+        f.write(data)
+    return data
 
 
 def _contiguous(array):
@@ -135,21 +247,134 @@ def _json_default(value):
 
 def read_manifest(path) -> dict:
     """The manifest of the artifact folder ``path``; ``ArtifactError`` when missing or unreadable."""
+    return _parse_manifest(path, _manifest_bytes(path))
+
+
+def artifact_sha256(path) -> str:
+    """The sha256 (hex) of ``path/manifest.json``: what ``load(path, expect_sha256=...)`` pins.
+
+    The manifest lists the size and sha256 of every other file of the artifact, so this one hash
+    fixes them all. Compute it where the artifact was built, not from a copy you were sent."""
+    return hashlib.sha256(_manifest_bytes(path)).hexdigest()
+
+
+def _manifest_bytes(path) -> bytes:
     manifest_path = os.path.join(os.fspath(path), MANIFEST)
     if not os.path.isfile(manifest_path):
         raise ArtifactError(f"{path}: no {MANIFEST}; not a cwm compiled-model folder (CompiledModel.export "
                             "writes one)")
+    with open(manifest_path, "rb") as f:
+        return f.read()
+
+
+def _parse_manifest(path, data: bytes) -> dict:
+    manifest_path = os.path.join(os.fspath(path), MANIFEST)
     try:
-        with open(manifest_path) as f:
-            manifest = json.load(f)
+        manifest = json.loads(data)
     except ValueError as error:
         raise ArtifactError(f"{manifest_path} is corrupted: not valid JSON ({error})") from None
-    if manifest.get("format") != FORMAT:
-        raise ArtifactError(f"{manifest_path}: format {manifest.get('format')!r}, expected {FORMAT!r}")
+    if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
+        found = manifest.get("format") if isinstance(manifest, dict) else type(manifest).__name__
+        raise ArtifactError(f"{manifest_path}: format {found!r}, expected {FORMAT!r}")
     if int(manifest.get("format_version", 0)) != FORMAT_VERSION:
         raise ArtifactError(f"{manifest_path}: artifact format version {manifest.get('format_version')}, this cwm "
                             f"reads version {FORMAT_VERSION}: recompile the model with this cwm")
     return manifest
+
+
+def _expected_sha256(value) -> str:
+    text = str(value).strip().lower()
+    text = text[len("sha256:"):] if text.startswith("sha256:") else text
+    if len(text) != 64 or any(c not in "0123456789abcdef" for c in text):
+        raise ValueError(f"expect_sha256 must be 64 hex digits (the sha256 of manifest.json, e.g. "
+                         f"CompiledModel.artifact_sha256 or the line cwm compile prints), not {value!r}")
+    return text
+
+
+def verify_pin(path, data: bytes, expect_sha256) -> str:
+    """The sha256 of the manifest bytes ``data``; ``ArtifactError`` when it is not ``expect_sha256``."""
+    digest = hashlib.sha256(data).hexdigest()
+    if expect_sha256 is not None:
+        expected = _expected_sha256(expect_sha256)
+        if digest != expected:
+            raise ArtifactError(f"{path}: {MANIFEST} has sha256 {digest}, expected {expected} (expect_sha256): "
+                                "this is not the artifact that was pinned; its model.so was not loaded")
+    return digest
+
+
+# ------------------------------------------------------------------------------------ ELF check
+_ELF_MAGIC = b"\x7fELF"
+_SHT_NULL, _SHT_NOBITS = 0, 8
+
+
+def elf_extent(source) -> int:
+    """How many bytes the ELF headers of ``source`` (bytes, or a binary file open for reading)
+    say the file has: the header, the program and section header tables, every segment's file
+    part and every section's data. ``ValueError`` when it does not start like an ELF file."""
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        def read(offset, n):
+            return bytes(source[offset:offset + n])
+    else:
+        def read(offset, n):
+            source.seek(offset)
+            return source.read(n)
+    head = read(0, 64)
+    if len(head) < 6 or head[:4] != _ELF_MAGIC or head[4] not in (1, 2) or head[5] not in (1, 2):
+        if len(head) < 6 and (_ELF_MAGIC.startswith(head) or head.startswith(_ELF_MAGIC)):
+            return 64  # cut inside the identification bytes
+        raise ValueError("not an ELF file")
+    wide, order = head[4] == 2, "<" if head[5] == 1 else ">"
+    header_size = 64 if wide else 52
+    if len(head) < header_size:
+        return header_size
+    fields = struct.unpack_from(order + ("QQIHHHHHH" if wide else "IIIHHHHHH"), head, 0x20 if wide else 0x1C)
+    phoff, shoff, _, ehsize, phentsize, phnum, shentsize, shnum, _ = fields
+    need = max(header_size, ehsize)
+    section = order + ("IIQQQQ" if wide else "IIIIII")  # name, type, flags, addr, offset, size
+    section_size = struct.calcsize(section)
+    if shoff and shentsize >= section_size and (shnum == 0 or phnum == 0xFFFF):
+        first = read(shoff, section_size)  # extended numbering: the counts are in section 0
+        if len(first) < section_size:
+            return max(need, shoff + shentsize)
+        _, _, _, _, _, size0 = struct.unpack_from(section, first)
+        shnum = shnum or size0
+        if phnum == 0xFFFF:
+            info = read(shoff + (44 if wide else 28), 4)
+            phnum = struct.unpack(order + "I", info)[0] if len(info) == 4 else phnum
+    need = max(need, phoff + phentsize * phnum if phnum else 0, shoff + shentsize * shnum if shnum else 0)
+    segment = order + ("IIQQQQ" if wide else "IIIIII")  # 64: type, flags, offset, vaddr, paddr, filesz
+    segment_size = struct.calcsize(segment)
+    if phnum and phentsize >= segment_size:
+        table = read(phoff, phentsize * phnum)
+        for i in range(min(phnum, len(table) // phentsize)):
+            values = struct.unpack_from(segment, table, i * phentsize)
+            offset, filesz = (values[2], values[5]) if wide else (values[1], values[4])
+            if filesz:
+                need = max(need, offset + filesz)
+    if shnum and shentsize >= section_size:
+        table = read(shoff, shentsize * shnum)
+        for i in range(min(shnum, len(table) // shentsize)):
+            _, kind, _, _, offset, size = struct.unpack_from(section, table, i * shentsize)
+            if kind not in (_SHT_NULL, _SHT_NOBITS) and size:
+                need = max(need, offset + size)
+    return need
+
+
+def check_library(library) -> None:
+    """``ArtifactError`` when the shared library ``library`` is shorter than its ELF headers say
+    (mapping it would kill the process with SIGBUS), or, on Linux, is not an ELF file at all."""
+    size = os.path.getsize(library)
+    with open(library, "rb") as f:
+        try:
+            need = elf_extent(f)
+        except ValueError:
+            if sys.platform.startswith("linux"):
+                raise ArtifactError(f"{library} is not an ELF shared library (it does not start with the ELF "
+                                    "magic): re-export the model") from None
+            return  # another platform's format (e.g. Mach-O): the loader checks it
+    if size < need:
+        raise ArtifactError(f"{library} is truncated ({size} bytes, ELF headers need {need}): the file was cut "
+                            "short (an interrupted copy?); copy the artifact again or re-export it")
 
 
 def verify_files(path, manifest) -> None:
@@ -207,20 +432,27 @@ def verify_target(path, manifest) -> None:
         raise ArtifactError(f"{path}: unknown target kind {kind!r} (cwm builds llvm and cuda)")
 
 
-def load(path, check_versions: bool = True, check_target: bool = True):
-    """The :class:`~cwm.compile.compiled_model.CompiledModel` in the folder ``path``, verified first."""
+def load(path, check_versions: bool = True, check_target: bool = True, expect_sha256=None):
+    """The :class:`~cwm.compile.compiled_model.CompiledModel` in the folder ``path``, verified first.
+
+    ``expect_sha256``: the sha256 (hex) that ``manifest.json`` must have (see :func:`artifact_sha256`);
+    a different one is refused before anything else is read. Loading runs the artifact's native
+    code: load only artifacts you built or whose hash you pinned (docs/trust.md)."""
     import tvm
 
     from cwm.compile.compiled_model import CompiledModel
 
     path = os.fspath(path)
-    manifest = read_manifest(path)
+    data = _manifest_bytes(path)  # read once: the bytes that are pinned are the bytes that are used
+    digest = verify_pin(path, data, expect_sha256)
+    manifest = _parse_manifest(path, data)
     verify_files(path, manifest)
     if check_versions:
         verify_versions(path, manifest)
     if check_target:
         verify_target(path, manifest)
     library = os.path.join(path, LIBRARY)
+    check_library(library)
     try:
         executable = tvm.runtime.load_module(library)
     except Exception as error:  # noqa: BLE001 - TVM raises its own error types
@@ -237,7 +469,9 @@ def load(path, check_versions: bool = True, check_target: bool = True):
         params = {t["name"]: stored[t["name"]] for t in tensors}  # main's order, from the manifest
     target = tvm.target.Target(manifest["target"]["config"])
     database = [os.path.join(path, name) for name in manifest.get("files", {}) if name.startswith(TUNING_DIR + "/")]
-    return CompiledModel(executable, target, [TensorSpec.from_json(s) for s in manifest["inputs"]],
-                         [TensorSpec.from_json(s) for s in manifest["outputs"]], params,
-                         manifest.get("params", {}).get("mode", "none"), manifest.get("report", {}),
-                         manifest.get("pipeline", ""), library, database, manifest.get("frontend", ""))
+    model = CompiledModel(executable, target, [TensorSpec.from_json(s) for s in manifest["inputs"]],
+                          [TensorSpec.from_json(s) for s in manifest["outputs"]], params,
+                          manifest.get("params", {}).get("mode", "none"), manifest.get("report", {}),
+                          manifest.get("pipeline", ""), library, database, manifest.get("frontend", ""))
+    model.artifact_sha256 = digest
+    return model

@@ -25,6 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model-dir", default=None, help="world model for --cost-model cwm (default: shipped)")
     parser.add_argument("--work-dir", default=None,
                         help="tuning database and logs; reusing a folder reuses (and resumes) its records")
+    parser.add_argument("--lock-timeout", type=float, default=None, metavar="SECONDS",
+                        help="while another compile uses --work-dir, wait at most this long for its lock "
+                             "(default: wait until it is done)")
     parser.add_argument("--pipeline", default="default",
                         help="a pipeline name (default, no-tune, from-db) or text such as "
                              "'cwm-import,cwm-partition,cwm-tune{trials=8},cwm-apply-db,cwm-build'")
@@ -41,16 +44,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def parse_shapes(items) -> dict:
-    """``["x=1,3,32,32"]`` -> ``{"x": [1, 3, 32, 32]}``."""
+    """``["x=1,3,32,32"]`` -> ``{"x": [1, 3, 32, 32]}``; a ``ValueError`` naming ``--input-shape`` otherwise."""
     shapes = {}
     for item in items:
         name, sep, dims = item.partition("=")
         try:
             if not sep or not name:
                 raise ValueError
-            shapes[name] = [int(d) for d in dims.split(",")]
-        except ValueError:
-            raise SystemExit(f"--input-shape takes NAME=D0,D1,..., not {item!r}") from None
+            parsed = [int(d) for d in dims.split(",")]
+        except ValueError:  # -> "cwm compile: error: ..." and exit 2 in main()
+            raise ValueError(f"--input-shape takes NAME=D0,D1,... with integer dimensions, not {item!r}") from None
+        if name in shapes:
+            raise ValueError(f"--input-shape {name}=... is given twice")
+        shapes[name] = parsed
     return shapes
 
 
@@ -82,12 +88,19 @@ def summary(model, output: str, wall_s: float) -> str:
     if after is not None:
         rows.append(("latency before tuning", _us(before)))
         speedup = f" ({before / after:.2f}x faster)" if before and after else ""
+        no_records = r.get("cost_model") and not (r.get("new_records") or r.get("reused_records"))
+        if no_records or "cwm-apply-db" not in str(r.get("pipeline")):
+            speedup = " (not tuned: default schedules)"  # before and after differ only by noise
         rows.append(("latency after tuning", _us(after) + speedup))
     text = table(rows)
     if tasks and "new" in tasks[0]:
         task_rows = [(t["name"], t["weight"], t["reused"], t["new"], t["status"], _us(t.get("best_us")),
                       f"{t['wall_s']:.1f} s") for t in tasks]
         text += "\n\n" + table(task_rows, ("task", "weight", "reused", "new", "status", "best", "time"))
+    untunable = [t for t in tasks if t.get("status") == "untunable"]
+    if untunable:
+        text += f"\n\n{len(untunable)} task(s) could not be tuned and use their default schedule:"
+        text += "".join(f"\n  {t['name']}: {t.get('reason')}" for t in untunable)
     return text
 
 
@@ -99,17 +112,27 @@ def main(argv) -> int:
 
     start = time.perf_counter()
     try:
+        from cwm.compile.artifact import check_export_destination
+
+        check_export_destination(args.output)  # refuse a foreign -o folder now, not after tuning
         model = cc.compile(args.model, target=args.target, trials_per_task=args.trials, cost_model=args.cost_model,
                            model_dir=args.model_dir, work_dir=args.work_dir, pipeline=args.pipeline,
                            input_shapes=parse_shapes(args.input_shape) or None, seed=args.seed,
                            dump_ir=args.dump_ir, print_after=tuple(args.print_after),
                            measure_baseline=not args.no_baseline, bench_runs=args.runs,
-                           progress=not args.no_progress, verbose=args.verbose)
+                           progress=not args.no_progress, verbose=args.verbose, lock_timeout=args.lock_timeout)
     except (cc.CompileError, ValueError, TypeError, FileNotFoundError, NotImplementedError) as error:
+        # errors about input_shapes= carry their --input-shape wording in .cli
+        print(f"cwm compile: error: {getattr(error, 'cli', None) or error}", file=sys.stderr)
+        return 2
+    try:
+        model.export(args.output)
+    except (cc.ArtifactError, OSError) as error:
         print(f"cwm compile: error: {error}", file=sys.stderr)
         return 2
-    model.export(args.output)
     print(summary(model, args.output, time.perf_counter() - start))
+    print(f"\nartifact sha256 (of {args.output}/manifest.json; pin it, see docs/trust.md):\n"
+          f"  cwm.load({args.output!r}, expect_sha256={model.artifact_sha256!r})")
     return 0
 
 

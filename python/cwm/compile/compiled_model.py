@@ -21,7 +21,8 @@ class CompiledModel:
     """A compiled model: executable, target, signature, weights, and the compile report."""
 
     def __init__(self, executable, target, inputs, outputs, params=None, param_mode: str = "none",
-                 report=None, pipeline: str = "", library_path=None, database_files=(), frontend: str = ""):
+                 report=None, pipeline: str = "", library_path=None, database_files=(), frontend: str = "",
+                 database_data=None):
         self.executable = executable
         self.target = target
         self.inputs = list(inputs)
@@ -36,6 +37,12 @@ class CompiledModel:
         self.library_path = library_path
         #: MetaSchedule JSON database files holding the tuning records used
         self.database_files = list(database_files)
+        #: ``{file name: bytes}`` of database files kept in memory (a compile whose temporary work dir
+        #: was removed); export writes them like :attr:`database_files`
+        self.database_data = dict(database_data or {})
+        #: sha256 of the artifact's ``manifest.json`` once exported or loaded (None before): the value
+        #: to pin with ``cwm.load(dir, expect_sha256=...)``, see docs/trust.md
+        self.artifact_sha256 = None
         self._vm = None
         self._weights = None
 
@@ -98,7 +105,7 @@ class CompiledModel:
         if torch_in:
             import torch
 
-            outputs = [torch.from_numpy(o) for o in outputs]
+            outputs = [_torch_from_numpy(o, torch) for o in outputs]
         return outputs[0] if len(outputs) == 1 else tuple(outputs)
 
     def example_inputs(self, seed: int = 0) -> list:
@@ -150,12 +157,39 @@ def _is_sequence(value) -> bool:
     return not isinstance(value, tvm.runtime.Tensor) and hasattr(value, "__len__")
 
 
+def _torch_to_numpy(value, spec, torch):
+    """The NumPy array of a torch tensor. NumPy has no bfloat16 of its own: a ``torch.bfloat16``
+    tensor becomes an ``ml_dtypes`` bfloat16 array (the same bits) when the model takes bfloat16;
+    for a model that takes another dtype, or a torch dtype NumPy cannot hold, :class:`InputError`
+    names the expected dtype (inputs are never converted implicitly)."""
+    value = value.detach().cpu()
+    if value.dtype == torch.bfloat16 and spec.dtype == "bfloat16":
+        import ml_dtypes
+
+        return value.view(torch.int16).numpy().view(ml_dtypes.bfloat16)
+    try:
+        return value.numpy()
+    except TypeError:  # "Got unsupported ScalarType BFloat16" (float8, ... likewise)
+        torch_name = {"float32": "float", "float64": "double", "float16": "half", "int64": "long",
+                      "int32": "int"}.get(spec.dtype)
+        hint = f"x.{torch_name}()" if torch_name else f"x.to(torch.{spec.dtype})"
+        raise InputError(f"input {spec.name!r} is a {value.dtype} tensor, the model expects {spec.dtype} ({spec}); "
+                         f"convert it, e.g. {hint}") from None
+
+
+def _torch_from_numpy(array, torch):
+    """A torch tensor of a NumPy output; ``ml_dtypes`` bfloat16 becomes ``torch.bfloat16``."""
+    if array.dtype.name == "bfloat16":
+        return torch.from_numpy(array.view(np.int16)).view(torch.bfloat16)
+    return torch.from_numpy(array)
+
+
 def _as_array(value, spec) -> tuple:
     """``(numpy array, was it a torch tensor)``, checked against ``spec``."""
     torch = sys.modules.get("torch")
     was_torch = torch is not None and isinstance(value, torch.Tensor)
     if was_torch:
-        array = value.detach().cpu().numpy()
+        array = _torch_to_numpy(value, spec, torch)
     elif isinstance(value, np.ndarray):
         array = value
     elif hasattr(value, "numpy") and callable(value.numpy):  # a tvm.runtime.Tensor

@@ -21,3 +21,25 @@ class ArtifactError(CompileError):
 
 class InputError(ValueError):
     """The inputs given to a :class:`~cwm.compile.compiled_model.CompiledModel` do not match its signature."""
+
+
+class InvalidModelError(CompileError, ValueError):
+    """The model given to :func:`cwm.compile` cannot be imported: not ONNX, empty, missing external
+    data, or a model without a graph, inputs or outputs."""
+
+
+class InputShapeError(CompileError, ValueError):
+    """``input_shapes=`` is wrong (non-positive or non-integer dims, wrong rank) or missing for a
+    symbolic dimension. ``cli`` is the same message worded for ``cwm compile --input-shape``."""
+
+    def __init__(self, message: str, cli: str | None = None):
+        super().__init__(message)
+        self.cli = cli or message
+
+
+class WorkDirBusyError(CompileError):
+    """Another process holds the work dir's lock (:mod:`cwm.dirlock`) for longer than ``lock_timeout``."""
+
+
+class DatabaseError(CompileError):
+    """The work dir's tuning database cannot be read or repaired; the message names the file."""

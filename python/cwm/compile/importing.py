@@ -8,12 +8,14 @@ Accepted: an ``onnx.ModelProto``; a path to an ``.onnx`` file; a ``torch.nn.Modu
 """
 from __future__ import annotations
 
+import operator
 import os
 import re
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from cwm.compile.errors import CompileError
+from cwm.compile.errors import CompileError, InputShapeError, InvalidModelError
 from cwm.compile.specs import TensorSpec, spec_of_type
 
 
@@ -79,34 +81,125 @@ def _onnx_inputs(model, options) -> tuple[dict, dict]:
     import numpy as np
     import onnx
 
-    shapes_given = dict(options.input_shapes or {})
+    given = options.input_shapes or {}
+    if not isinstance(given, Mapping):
+        raise InputShapeError(f"input_shapes must be a dict {{input name: [D0, D1, ...]}}, not {type(given).__name__}")
+    shapes_given = dict(given)
     dtypes_given = dict(options.input_dtypes or {})
     initializers = {init.name for init in model.graph.initializer}
+    names = [value.name for value in model.graph.input if value.name not in initializers]
+    unknown = sorted(set(shapes_given) - set(names))
+    if unknown:  # first: a misspelt name also explains a "symbolic dimension" error below
+        raise InputShapeError(f"input_shapes names unknown input(s) {unknown}; the ONNX model's inputs are {names}",
+                              cli=f"--input-shape names unknown input(s) {unknown}; the ONNX model's inputs are "
+                                  f"{names}")
+    unknown = sorted(set(dtypes_given) - set(names))
+    if unknown:
+        raise CompileError(f"input_dtypes names unknown input(s) {unknown}; the ONNX model's inputs are {names}")
     shapes, dtypes = {}, {}
     for value in model.graph.input:
         if value.name in initializers:
             continue
         tensor = value.type.tensor_type
+        declared = list(tensor.shape.dim) if tensor.HasField("shape") else None
         if value.name in shapes_given:
-            shapes[value.name] = [int(d) for d in shapes_given.pop(value.name)]
+            shapes[value.name] = _given_shape(value.name, shapes_given.pop(value.name), declared)
         else:
             dims = []
             for index, dim in enumerate(tensor.shape.dim):
                 if not dim.HasField("dim_value") or dim.dim_value <= 0:
                     name = dim.dim_param or f"dim {index}"
-                    raise CompileError(f"ONNX input {value.name!r} has a symbolic dimension {name!r}; "
-                                       f"pass input_shapes={{{value.name!r}: [...]}} (static shapes only)")
+                    pattern = [str(d.dim_value) if d.HasField("dim_value") and d.dim_value > 0
+                               else f"<{d.dim_param or f'D{i}'}>" for i, d in enumerate(tensor.shape.dim)]
+                    raise InputShapeError(
+                        f"ONNX input {value.name!r} has a symbolic dimension {name!r}; "
+                        f"pass input_shapes={{{value.name!r}: [...]}} (static shapes only)",
+                        cli=f"ONNX input {value.name!r} has a symbolic dimension {name!r}; pass "
+                            f"--input-shape {value.name}={','.join(pattern)} with every <...> a number "
+                            "(static shapes only)")
                 dims.append(int(dim.dim_value))
             shapes[value.name] = dims
         if value.name in dtypes_given:
             dtypes[value.name] = str(np.dtype(dtypes_given.pop(value.name)))
         else:
             dtypes[value.name] = np.dtype(onnx.helper.tensor_dtype_to_np_dtype(tensor.elem_type)).name
-    unknown = sorted(set(shapes_given) | set(dtypes_given))
-    if unknown:
-        raise CompileError(f"input_shapes/input_dtypes name unknown input(s) {unknown}; the ONNX model's "
-                           f"inputs are {list(shapes)}")
     return shapes, dtypes
+
+
+def _given_shape(name: str, dims, declared) -> list:
+    """``input_shapes[name]`` as a list of ints >= 1 of the declared rank; :class:`InputShapeError` otherwise."""
+    shown = list(dims) if isinstance(dims, (list, tuple)) else dims
+    cli_dims = ",".join(map(str, dims)) if isinstance(dims, (list, tuple)) else str(dims)
+    try:
+        if not isinstance(dims, (list, tuple)):
+            raise TypeError
+        values = []
+        for d in dims:
+            if isinstance(d, bool):
+                raise TypeError
+            values.append(operator.index(d))  # ints and NumPy ints; not '8', 8.0 or None
+    except TypeError:
+        raise InputShapeError(f"input_shapes[{name!r}] must be a list of ints, not {shown!r}",
+                              cli=f"--input-shape {name}={cli_dims}: every dimension must be an integer") from None
+    bad = [d for d in values if d < 1]
+    if bad:
+        raise InputShapeError(
+            f"input_shapes[{name!r}] = {values}: every dimension must be >= 1 (static shapes only; "
+            f"{bad[0]} is not a size)",
+            cli=f"--input-shape {name}={cli_dims}: every dimension must be an integer >= 1 (static shapes only; "
+                f"{bad[0]} is not a size)")
+    if declared is not None and len(values) != len(declared):
+        shape = [d.dim_value if d.HasField("dim_value") else (d.dim_param or "?") for d in declared]
+        where = f"the ONNX model declares input {name!r} with rank {len(declared)} ({shape})"
+        raise InputShapeError(f"input_shapes[{name!r}] = {values} has rank {len(values)}, but {where}",
+                              cli=f"--input-shape {name}={cli_dims} has rank {len(values)}, but {where}")
+    return values
+
+
+def load_onnx_file(path):
+    """The ``onnx.ModelProto`` in the file ``path``, with its external data; :class:`InvalidModelError`
+    (one line, naming the file) when it is empty, not ONNX, or its external data is missing."""
+    import onnx
+    from onnx import external_data_helper
+
+    path = os.fspath(path)
+    if os.path.getsize(path) == 0:
+        raise InvalidModelError(f"not a valid ONNX model: {path} is empty (0 bytes)")
+    try:
+        model = onnx.load(path, load_external_data=False)
+    except Exception as error:  # noqa: BLE001 - protobuf DecodeError, RuntimeWarning-as-error, ...
+        raise InvalidModelError(f"not a valid ONNX model: {path}: {_first_line(error)}") from None
+    base = os.path.dirname(os.path.abspath(path))
+    for tensor in external_data_helper._get_all_tensors(model):
+        if not external_data_helper.uses_external_data(tensor):
+            continue
+        location = external_data_helper.ExternalDataInfo(tensor).location
+        file = os.path.join(base, location)
+        if not os.path.isfile(file):
+            raise InvalidModelError(f"{path}: tensor {tensor.name!r} is stored in the external-data file {file!r}, "
+                                    "which does not exist (it must be next to the .onnx file)")
+    try:
+        external_data_helper.load_external_data_for_model(model, base)
+    except Exception as error:  # noqa: BLE001 - onnx ValidationError (path outside the folder), OSError
+        raise InvalidModelError(f"{path}: cannot read its external data: {_first_line(error)}") from None
+    return model
+
+
+def check_onnx_model(model, where: str = "the onnx.ModelProto") -> None:
+    """:class:`InvalidModelError` for a model without a graph, without inputs or without outputs."""
+    if not model.HasField("graph"):
+        raise InvalidModelError(f"not a valid ONNX model: {where} has no graph")
+    initializers = {init.name for init in model.graph.initializer}
+    if not [v for v in model.graph.input if v.name not in initializers]:
+        raise InvalidModelError(f"{where}: the ONNX graph has no inputs; cwm.compile needs a model with at "
+                                "least one input")
+    if not model.graph.output:
+        raise InvalidModelError(f"{where}: the ONNX graph has no outputs")
+
+
+def _first_line(error) -> str:
+    text = str(error).strip() or type(error).__name__
+    return text.splitlines()[0]
 
 
 def _import_onnx(model, options) -> Imported:
@@ -114,8 +207,11 @@ def _import_onnx(model, options) -> Imported:
 
     from cwm.frontends.importers import from_onnx_model
 
+    where = "the onnx.ModelProto"
     if not isinstance(model, onnx.ModelProto):
-        model = onnx.load(os.fspath(model))
+        where = os.fspath(model)
+        model = load_onnx_file(model)
+    check_onnx_model(model, where)
     shapes, dtypes = _onnx_inputs(model, options)
     mod = from_onnx_model(model, shapes, dtypes, keep_params_in_input=True)
     return _finish(mod, "onnx", [out.name for out in model.graph.output])

@@ -31,6 +31,9 @@ class CompileOptions:
     #: tuning database + logs; reused (and resumed) by a later compile with the same folder.
     #: None: a fresh temporary folder
     work_dir: Any = None
+    #: seconds to wait for another process's lock on ``work_dir`` (:mod:`cwm.dirlock`) before
+    #: ``WorkDirBusyError``; None waits as long as it takes (saying on stderr whom it waits for)
+    lock_timeout: float | None = None
     #: a pipeline name (:data:`cwm.compile.pipeline.PIPELINES`), a pipeline text or a ``Pipeline``
     pipeline: Any = "default"
     #: example inputs of a ``torch.nn.Module`` (a tensor or a tuple of tensors); required for one
@@ -61,6 +64,9 @@ class CompileOptions:
     progress: bool = False
     #: show MetaSchedule's own console log
     verbose: bool = False
+    #: relu / clip / maximum / minimum keep NaN as in PyTorch and ONNX Runtime (the ``cwm-keep-nan``
+    #: pass; False: TVM's own lowering, where ``relu(nan)`` is 0). Max-pooling is not changed.
+    keep_nan: bool = True
 
     def __post_init__(self):
         from cwm.tuning.tune import COST_MODELS  # cheap: tune.py imports TVM lazily
@@ -78,6 +84,9 @@ class CompileOptions:
         self.measure_callbacks = tuple(self.measure_callbacks)
         if self.bench_runs < 1:
             raise ValueError(f"bench_runs must be >= 1, not {self.bench_runs}")
+        if self.lock_timeout is not None and (isinstance(self.lock_timeout, bool) or
+                                              not isinstance(self.lock_timeout, (int, float)) or self.lock_timeout < 0):
+            raise ValueError(f"lock_timeout must be None (wait) or a number of seconds >= 0, not {self.lock_timeout!r}")
 
     @classmethod
     def field_names(cls) -> list[str]:

@@ -4,6 +4,8 @@
 pass               options (type, default)              does
 =================  ===================================  =====================================
 ``cwm-import``     --                                   model -> Relax module (weights detached)
+``cwm-keep-nan``   ``enabled`` (bool)                   relu / clip / max / min keep NaN
+                                                        (:mod:`cwm.compile.keep_nan`)
 ``cwm-partition``  ``lift-params`` (bool, true)         lift weight-only work into
                                                         ``main_transform_params``, legalize,
                                                         fuse, extract ``main``'s tasks
@@ -16,7 +18,8 @@ pass               options (type, default)              does
 
 An option left out takes its value from the :class:`~cwm.compile.options.CompileOptions`
 field it stands for (``trials`` <- ``trials_per_task``, ``cost-model`` <- ``cost_model``,
-``seed`` <- ``seed``). :func:`register_pass` adds a pass; ``PASSES`` is the registry.
+``seed`` <- ``seed``, ``enabled`` of ``cwm-keep-nan`` <- ``keep_nan``). :func:`register_pass`
+adds a pass; ``PASSES`` is the registry.
 """
 from __future__ import annotations
 
@@ -100,6 +103,8 @@ class PassSpec:
     options: tuple = ()
     requires: tuple = ()
     doc: str = ""
+    #: passes that must not come before this one (it rewrites what they consume)
+    before: tuple = ()
 
     def option(self, name: str) -> Option:
         for option in self.options:
@@ -149,12 +154,16 @@ class PassSpec:
 PASSES: dict = {}
 
 
-def register_pass(name: str, options=(), requires=(), doc: str = ""):
-    """Decorator registering ``run(state, mod, options) -> IRModule`` as the pass ``name``."""
+def register_pass(name: str, options=(), requires=(), doc: str = "", before=()):
+    """Decorator registering ``run(state, mod, options) -> IRModule`` as the pass ``name``.
+
+    ``requires``: passes that must come earlier; ``before``: passes that must not.
+    """
     def wrap(run):
         if name in PASSES:
             raise ValueError(f"a pass named {name!r} is already registered")
-        PASSES[name] = PassSpec(name, run, tuple(options), tuple(requires), doc or (run.__doc__ or "").strip())
+        PASSES[name] = PassSpec(name, run, tuple(options), tuple(requires), doc or (run.__doc__ or "").strip(),
+                                tuple(before))
         return run
 
     return wrap
@@ -179,6 +188,21 @@ def _import(state, mod, options):
     state.frontend = imported.frontend
     state.param_mode = "inputs" if imported.params else "none"
     return imported.mod
+
+
+@register_pass("cwm-keep-nan", options=(
+    Option("enabled", bool, True, "false: leave TVM's lowering, which turns NaN into 0 in relu", field="keep_nan"),
+), requires=("cwm-import",), before=("cwm-partition",))
+def _keep_nan(state, mod, options):
+    """Rewrite float relu, relu6, clip, maximum, minimum (and the ONNX importer's emitted
+    max/min PrimFuncs) so that NaN propagates as in PyTorch / ONNX Runtime
+    (:mod:`cwm.compile.keep_nan`). Runs before legalization; reductions (max-pool) are untouched."""
+    if not options["enabled"]:
+        return mod
+    from cwm.compile.keep_nan import keep_nan
+
+    out, _counts = keep_nan(mod)
+    return out
 
 
 @register_pass("cwm-partition", options=(Option("lift-params", bool, True,

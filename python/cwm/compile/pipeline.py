@@ -26,11 +26,11 @@ _VALUE = re.compile(r"[^,{}=\s]+\Z")
 
 #: Named pipelines.
 PIPELINES = {
-    "default": "cwm-import,cwm-partition,cwm-tune,cwm-apply-db,cwm-build",
+    "default": "cwm-import,cwm-keep-nan,cwm-partition,cwm-tune,cwm-apply-db,cwm-build",
     # default schedules only (llvm: TVM's unscheduled lowering), no measurement
-    "no-tune": "cwm-import,cwm-partition,cwm-build",
+    "no-tune": "cwm-import,cwm-keep-nan,cwm-partition,cwm-build",
     # the best schedules already in work_dir's database, no measurement
-    "from-db": "cwm-import,cwm-partition,cwm-apply-db,cwm-build",
+    "from-db": "cwm-import,cwm-keep-nan,cwm-partition,cwm-apply-db,cwm-build",
 }
 
 
@@ -86,7 +86,8 @@ class Pipeline:
         return pipeline
 
     def validate(self) -> None:
-        """Every pass is registered, appears once, and comes after the passes it requires."""
+        """Every pass is registered, appears once, comes after the passes it requires and before
+        the passes it must precede."""
         if not self.passes:
             raise PipelineError("a pipeline needs at least one pass")
         seen = []
@@ -97,6 +98,10 @@ class Pipeline:
             missing = [r for r in spec.requires if r not in seen]
             if missing:
                 raise PipelineError(f"pass {invocation.name!r} needs {', '.join(map(repr, missing))} earlier "
+                                    f"in the pipeline: {str(self)!r}")
+            late = [b for b in spec.before if b in seen]
+            if late:
+                raise PipelineError(f"pass {invocation.name!r} must come before {', '.join(map(repr, late))} "
                                     f"in the pipeline: {str(self)!r}")
             seen.append(invocation.name)
 

@@ -22,10 +22,21 @@ def main(argv) -> int:
     parser = argparse.ArgumentParser(prog="python -m cwm run", description=__doc__.splitlines()[0])
     add_arguments(parser)
     args = parser.parse_args(argv)
+    import os
+
     import numpy as np
 
     import cwm.compile as cc
 
+    if args.output:  # checked before the model runs, not after
+        folder = os.path.dirname(os.path.abspath(args.output))
+        if not os.path.isdir(folder):
+            print(f"cwm run: error: --output {args.output}: the folder {folder} does not exist", file=sys.stderr)
+            return 2
+        if os.path.isdir(args.output) or not os.access(folder, os.W_OK):
+            why = "is a folder" if os.path.isdir(args.output) else f"cannot be written (no write access to {folder})"
+            print(f"cwm run: error: --output {args.output} {why}", file=sys.stderr)
+            return 2
     try:
         model = cc.load(args.model_dir)
         if args.random:
@@ -44,10 +55,14 @@ def main(argv) -> int:
         return 2
     outputs = result if isinstance(result, tuple) else (result,)
     if args.output:
-        if len(outputs) == 1 and not args.output.endswith(".npz"):
-            np.save(args.output, outputs[0])
-        else:
-            np.savez(args.output, **{spec.name: out for spec, out in zip(model.outputs, outputs)})
+        try:
+            if len(outputs) == 1 and not args.output.endswith(".npz"):
+                np.save(args.output, outputs[0])
+            else:
+                np.savez(args.output, **{spec.name: out for spec, out in zip(model.outputs, outputs)})
+        except OSError as error:
+            print(f"cwm run: error: --output {args.output}: {error}", file=sys.stderr)
+            return 2
     for spec, out in zip(model.outputs, outputs):
         flat = out.reshape(-1)
         head = ", ".join(f"{v:.6g}" for v in flat[:6]) + (", ..." if flat.size > 6 else "")

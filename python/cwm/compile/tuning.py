@@ -8,23 +8,37 @@ everything measured so far.
 **A task is tuned only for what it lacks.** Before tuning, every task's records already in the
 database are counted (matched structurally, like MetaSchedule's own lookups); a task with at
 least ``trials`` records is reused as is, otherwise it is tuned for ``trials - existing``
-more candidates. A task whose search finished (budget spent, or its space exhausted: a
-``reshape`` has one schedule) is noted in ``work_dir/cwm_tuning_state.json`` with the budget
-it was tuned for, so that a small space is not searched again by every later compile. Tasks
-are tuned one after the other (one ``tune_tasks`` call each), which is what makes the
-state per task exact; the cost model object is shared by all of them.
+more candidates. A task whose search ended before its budget was spent (its space exhausted:
+a ``reshape`` has one schedule) is noted in ``work_dir/cwm_tuning_state.json`` with the budget
+it was tuned for and the records it left, so that a small space is not searched again by every
+later compile. The note is checked against the database: a task counts as "finished" only when
+its search ran out of candidates (``exhausted``) under a budget at least ``trials`` and the
+database still holds the records it left; otherwise it is tuned for what it lacks (an edited
+``done_at`` cannot make a task with 8 of 16 records "finished"). Tasks are tuned one after the
+other (one ``tune_tasks`` call each), which is what makes the state per task exact; the cost
+model object is shared by all of them.
+
+**The work dir is opened safely.** :func:`open_database` checks and repairs its JSON database
+first (:mod:`cwm.tuning.json_database`: corrupt lines dropped with a warning naming file and
+line, duplicate workloads merged); the caller holds the work dir's lock (:mod:`cwm.dirlock`,
+taken by :func:`cwm.compile.api.run_pipeline`). A task whose design space MetaSchedule cannot
+generate (:class:`cwm.tuning.design_space.UntunableTaskError`) is not tuned: its status is
+"untunable", ``reason`` says why, and the build gives it its default schedule.
 """
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import time
 from dataclasses import asdict, dataclass, field
 
-from cwm.compile.errors import CompileError
+from cwm.compile.errors import CompileError, DatabaseError, WorkDirBusyError
 
 STATE_FILE = "cwm_tuning_state.json"
 STATE_FORMAT = "cwm-tuning-state"
+#: 2: entries also hold ``records`` (left by the search) and ``exhausted``; version-1 entries are not trusted
+STATE_VERSION = 2
 #: MetaSchedule stores failed candidates with this latency (seconds)
 FAILED_SECS = 1e10
 
@@ -41,8 +55,12 @@ class TaskReport:
     new: int = 0
     wall_s: float = 0.0
     best_us: float | None = None
-    #: "tuned", "reused" (enough records), "finished" (its search ended before; see module docstring)
+    #: "tuned", "reused" (enough records), "finished" (its search ended before; see module docstring),
+    #: "untuned" (trials=0 and no records: default schedule),
+    #: "untunable" (MetaSchedule cannot generate its design space: default schedule; see ``reason``)
     status: str = "tuned"
+    #: why an "untunable" task could not be tuned (None otherwise)
+    reason: str | None = None
 
 
 @dataclass
@@ -77,28 +95,41 @@ def task_key(task) -> str:
 
 
 def open_database(work_dir: str):
-    """MetaSchedule's ``JSONDatabase`` in ``work_dir`` (created if missing; a line cut short by a
-    killed process is dropped first, see :func:`drop_partial_line`)."""
-    from tvm.s_tir import meta_schedule as ms
+    """MetaSchedule's ``JSONDatabase`` in ``work_dir`` (created if missing), checked and repaired
+    first by :func:`cwm.tuning.json_database.open_json_database` (a line cut short by a killed
+    process is dropped, corrupt lines are dropped with a :class:`~cwm.tuning.json_database.DatabaseWarning`
+    naming file and line); :class:`~cwm.compile.errors.DatabaseError` naming the file when it
+    cannot be repaired. Call it with the work dir locked (:func:`work_dir_lock`)."""
+    from cwm.tuning.json_database import CorruptDatabaseError, open_json_database
 
-    os.makedirs(work_dir, exist_ok=True)
-    for path in database_files(work_dir):
-        drop_partial_line(path)
-    return ms.database.JSONDatabase(work_dir=work_dir)
+    try:
+        return open_json_database(work_dir)
+    except CorruptDatabaseError as error:
+        raise DatabaseError(str(error)) from None
+
+
+@contextlib.contextmanager
+def work_dir_lock(work_dir: str, timeout: float | None = None):
+    """Hold the exclusive lock of ``work_dir`` (:func:`cwm.dirlock.lock_dir`) while a compile uses
+    its database. None: wait as long as it takes (saying on stderr which pid holds it); a number:
+    :class:`~cwm.compile.errors.WorkDirBusyError` after that many seconds."""
+    from cwm.dirlock import LockTimeout, lock_dir
+
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(lock_dir(work_dir, timeout=timeout, label="work dir"))
+        except LockTimeout as error:
+            raise WorkDirBusyError(f"{error}; wait for it to finish, use another work dir, or wait longer "
+                                   "(lock_timeout=, --lock-timeout)") from None
+        yield
 
 
 def drop_partial_line(path: str) -> bool:
-    """Cut a last line without its newline off the JSON-lines file ``path``; True if one was.
+    """Cut a last line without its newline off the JSON-lines file ``path``; True if one was
+    (:func:`cwm.tuning.json_database.drop_partial_line`)."""
+    from cwm.tuning.json_database import drop_partial_line as drop
 
-    ``JSONDatabase`` writes one record per line; a process killed in the middle of a write
-    leaves a partial line that would make the whole database unreadable.
-    """
-    with open(path, "rb+") as f:
-        data = f.read()
-        if not data or data.endswith(b"\n"):
-            return False
-        f.truncate(data.rfind(b"\n") + 1)
-    return True
+    return drop(path)
 
 
 def database_files(work_dir: str) -> list:
@@ -143,15 +174,34 @@ def _load_state(work_dir: str) -> dict:
         data = json.loads(open(path).read())
     except (OSError, ValueError):
         return {}  # a damaged state file only costs re-searching finished tasks
-    return data.get("tasks", {}) if data.get("format") == STATE_FORMAT else {}
+    if not isinstance(data, dict) or data.get("format") != STATE_FORMAT or not isinstance(data.get("tasks"), dict):
+        return {}
+    return data["tasks"]
 
 
 def _save_state(work_dir: str, tasks: dict) -> None:
     path = os.path.join(work_dir, STATE_FILE)
     tmp = f"{path}.{os.getpid()}.tmp"
     with open(tmp, "w") as f:
-        json.dump({"format": STATE_FORMAT, "version": 1, "tasks": tasks}, f, indent=1, sort_keys=True)
+        json.dump({"format": STATE_FORMAT, "version": STATE_VERSION, "tasks": tasks}, f, indent=1, sort_keys=True)
     os.replace(tmp, path)
+
+
+def finished_before(entry, trials: int, records: int) -> bool:
+    """Whether the state ``entry`` of a task shows that its search ended for lack of candidates
+    under a budget of at least ``trials``, with the database still holding the ``records`` it left.
+
+    An entry written by a search that simply spent its budget (``exhausted`` false), an entry of
+    the old format (no ``records``), or one claiming more records than the database holds for the
+    task (records lost, or the file edited) is not believed: the task is tuned for what it lacks.
+    """
+    if not isinstance(entry, dict) or entry.get("exhausted") is not True:
+        return False
+    try:
+        done_at, left = int(entry.get("done_at", 0)), int(entry["records"])
+    except (KeyError, TypeError, ValueError):
+        return False
+    return done_at >= trials and left < done_at and records >= left
 
 
 def make_model(spec, num_cores: int, seed: int, model_dir=None):
@@ -214,6 +264,7 @@ def tune_tasks(tasks, target, work_dir: str, trials: int, options) -> tuple:
     """
     from tvm.s_tir import meta_schedule as ms
 
+    from cwm.tuning.design_space import design_space_error
     from cwm.tuning.settings import FastSettings
     from cwm.tuning.tune import close_builder, console
 
@@ -228,8 +279,8 @@ def tune_tasks(tasks, target, work_dir: str, trials: int, options) -> tuple:
         key = task_key(task)
         item = TaskReport(task.task_name, key, int(task.weight), trials, reused=existing[index])
         if existing[index] >= trials:
-            item.status = "reused"
-        elif int(saved.get(key, {}).get("done_at", 0)) >= trials:
+            item.status = "reused" if existing[index] else "untuned"  # trials=0 and no records
+        elif finished_before(saved.get(key), trials, existing[index]):
             item.status = "finished"
         else:
             plan.append((index, task, item, trials - existing[index]))
@@ -253,6 +304,11 @@ def tune_tasks(tasks, target, work_dir: str, trials: int, options) -> tuple:
                     contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
                         [task], work_dir=work_dir, strategy=settings.strategy(), num_threads=cores,
                         seed=options.seed + index)
+                    reason = design_space_error(contexts[0]) if contexts else None
+                    if reason is not None:  # built with its default schedule (cwm-build)
+                        item.status, item.reason = "untunable", reason
+                        item.wall_s = time.perf_counter() - task_start
+                        continue
                     if contexts:
                         callbacks = [*ms.measure_callback.MeasureCallback.create("default"), counter,
                                      *options.measure_callbacks]
@@ -263,7 +319,9 @@ def tune_tasks(tasks, target, work_dir: str, trials: int, options) -> tuple:
                                       measure_callbacks=callbacks, task_scheduler="round-robin")
                 item.new = counter.count - before
                 item.wall_s = time.perf_counter() - task_start
-                saved[item.key] = {"name": task.task_name, "done_at": trials}
+                saved[item.key] = {"name": task.task_name, "done_at": trials,
+                                   "records": records_per_task(database, [task])[0],
+                                   "exhausted": item.new < remaining}
                 _save_state(work_dir, saved)
         finally:
             bar.finish()

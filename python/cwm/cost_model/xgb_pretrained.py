@@ -4,28 +4,61 @@ This is the ``"xgb-pretrained"`` cost model of :func:`cwm.tune`. It is trained t
 :class:`cwm.model.baselines.ms_xgb.MsXgbBaseline` trains it: every training-split task of the
 dataset is replayed into ``MeasureCandidate`` objects and fed to ``XGBModel.update`` with its
 recorded latencies, with one forced retrain at the end. Nothing is measured. The result is
-saved with ``XGBModel.save`` (a tar of the booster and the per-store feature groups).
+saved by :func:`save_xgb_model` (see "File format" below), not by ``XGBModel.save``.
 
 For tuning, :func:`load_pretrained_xgb` loads it into a fresh ``XGBModel`` with
 ``num_warmup_samples=0``, so it predicts from the first round, and with the seed and thread
 count of the tuning run. During tuning it behaves like MetaSchedule's own transfer learning:
 ``update`` adds the task's measurements as a new feature group and retrains on all groups
 (pre-trained ones included) whenever the data has grown by 1/5 since the last training. The
-first ``update`` always retrains, because ``XGBModel.load`` does not restore
-``last_train_size``.
+first ``update`` always retrains, because loading does not restore ``last_train_size`` (as
+TVM's ``XGBModel.load`` does not).
 
 Built models are cached, so the offline training happens once per dataset state:
 ``<cache_dir>/xgb_pretrained-<key>.tar``, where ``key`` hashes the training shards' sha256
 (from the dataset manifest), the split, the target, the seed and the TVM version.
-``cache_dir`` defaults to ``$CWM_CACHE_DIR`` or ``~/.cache/cwm``.
+``cache_dir`` defaults to ``$CWM_CACHE_DIR`` or ``~/.cache/cwm``. A cache entry that is not a
+file of the format below (an old ``XGBModel.save`` tar, a planted file) is rebuilt, never loaded.
+
+File format (no pickle anywhere)
+--------------------------------
+TVM's ``XGBModel.save``/``load`` keep the feature groups as a NumPy object array and load them
+with ``np.load(..., allow_pickle=True)``: loading such a file runs whatever code its author put
+in the pickle. cwm therefore never calls them on a file; it writes and reads its own format, an
+uncompressed tar with exactly these regular-file members:
+
+* ``cwm_xgb.json``: ``{"format": "cwm-xgb-model", "version": 1, "groups": [group hash, ...],
+  "booster": true|false, ...}``;
+* ``booster.ubj``: the XGBoost booster in XGBoost's own UBJSON model format (only if trained);
+* ``data.npz``: plain numeric arrays read with ``allow_pickle=False``: ``features`` (float32,
+  every candidate's per-store rows stacked), ``rows`` (int64, rows per candidate), ``costs``
+  (float32, per candidate) and ``group_sizes`` (int64, candidates per group, in ``groups``
+  order).
+
+That is all the state ``XGBModel.load`` restores (``data``, ``data_size``, ``booster``). A tar
+with any other member (an ``XGBModel.save`` tar holds ``model.bin`` + ``data.npy``), a link,
+a duplicate, an object array or inconsistent sizes is refused with :class:`XGBModelFileError`
+before anything in it is used. :func:`load_pretrained_xgb` and the models of
+:func:`make_xgb_model` (``cwm tune --cost-model xgb``/``xgb-pretrained``, whose ``save``/``load``
+use this format) are the only readers.
 """
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
-import warnings
+import tarfile
 from pathlib import Path
+
+FORMAT = "cwm-xgb-model"
+FORMAT_VERSION = 1
+META, BOOSTER, DATA = "cwm_xgb.json", "booster.ubj", "data.npz"
+_ARRAYS = {"features": "f", "rows": "i", "costs": "f", "group_sizes": "i"}
+
+
+class XGBModelFileError(ValueError):
+    """A file given as a pre-trained XGBModel is not one cwm wrote (see "File format" above)."""
 
 
 def default_cache_dir() -> Path:
@@ -45,7 +78,7 @@ def _cache_key(loader, target, seed: int) -> str:
     train = loader.task_keys("train")
     shards = {k: v.get("sha256") for k, v in manifest.get("shards", {}).items() if k in set(train)}
     payload = {"shards": shards, "train": sorted(train), "target": _target_json(target), "seed": int(seed),
-               "tvm": tvm.__version__, "format": 1}
+               "tvm": tvm.__version__, "format": 2}  # 2: the pickle-free file format
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -71,12 +104,7 @@ def build_pretrained_xgb(dataset, out_path, target=None, seed: int = 0, num_thre
     baseline = MsXgbBaseline(target, seed=seed, num_threads=num_threads).fit(tasks, loader.workload)
     out_path = Path(out_path)
     out_path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out_path.with_name(out_path.name + ".tmp.tar")
-    with warnings.catch_warnings():
-        # XGBModel.save names its booster file "model.bin"; xgboost then warns that it picks UBJSON
-        warnings.filterwarnings("ignore", message=".*UBJSON format as default.*")
-        baseline.model.save(str(tmp))
-    tmp.replace(out_path)
+    save_xgb_model(baseline.model, out_path)
     stats = {k: v for k, v in baseline.stats.items() if not k.startswith("score")}
     stats.update(dataset=str(Path(dataset).resolve()), seed=int(seed), target=str(target))
     Path(str(out_path) + ".json").write_text(json.dumps(stats, indent=1, default=str) + "\n")
@@ -96,22 +124,214 @@ def pretrained_xgb_path(dataset="data/dataset", target=None, seed: int = 0, cach
     loader = DatasetLoader(dataset)
     target = target if target is not None else dataset_target(loader)
     path = Path(cache_dir or default_cache_dir()) / f"xgb_pretrained-{_cache_key(loader, target, seed)}.tar"
-    if not path.exists():
-        build_pretrained_xgb(dataset, path, target=target, seed=seed, num_threads=num_threads, log=log)
+    if path.exists():
+        try:
+            _read_members(path)
+            return path
+        except XGBModelFileError as error:  # an old XGBModel.save tar or a planted file: never loaded
+            import warnings
+
+            warnings.warn(f"rebuilding the cached pre-trained XGBModel: {error}", stacklevel=2)
+            if log:
+                log(f"rebuilding {path}: {error}")
+    build_pretrained_xgb(dataset, path, target=target, seed=seed, num_threads=num_threads, log=log)
     return path
 
 
 def load_pretrained_xgb(path, num_cores: int = 2, seed: int = 0):
-    """A MetaSchedule ``XGBModel`` (``num_warmup_samples=0``, given seed/threads) loaded from ``path``."""
-    from tvm.s_tir import meta_schedule as ms
+    """A MetaSchedule ``XGBModel`` (``num_warmup_samples=0``, given seed/threads) loaded from ``path``.
+
+    ``path`` must be a file of this module's format (:func:`save_xgb_model`); anything else,
+    an ``XGBModel.save`` tar included, is an :class:`XGBModelFileError` and nothing of it is used.
+    """
     from tvm.s_tir.meta_schedule.cost_model.xgb_model import XGBConfig
 
     if not Path(path).is_file():
         raise FileNotFoundError(f"no pre-trained XGBModel at {path}")
-    model = ms.cost_model.XGBModel(config=XGBConfig(seed=int(seed), nthread=int(num_cores)), num_warmup_samples=0,
-                                   num_tuning_cores=int(num_cores))
-    with warnings.catch_warnings():
-        # XGBModel.save names its booster file "model.bin"; xgboost guesses the format right but warns
-        warnings.filterwarnings("ignore", message=".*Unknown file format.*")
-        model.load(str(path))
+    model = make_xgb_model(config=XGBConfig(seed=int(seed), nthread=int(num_cores)), num_warmup_samples=0,
+                           num_tuning_cores=int(num_cores))
+    restore_xgb_model(model, path)  # not model.load(): through TVM's FFI the error would be a RuntimeError
+    if model.booster is None:
+        raise XGBModelFileError(f"{path}: holds no trained booster, so it cannot predict as a pre-trained model")
     return model
+
+
+# ------------------------------------------------------------------------------ file format
+def save_xgb_model(model, path) -> None:
+    """Write ``model``'s (a MetaSchedule ``XGBModel``) booster and feature groups to ``path``
+    in the pickle-free format of the module docstring; atomic (temp file, then rename)."""
+    import numpy as np
+
+    groups = list(model.data.values())
+    features = [np.asarray(f, dtype="float32") for g in groups for f in g.features]
+    dim = features[0].shape[1] if features else 0
+    arrays = {
+        "features": np.concatenate(features, axis=0) if features else np.zeros((0, dim), "float32"),
+        "rows": np.array([len(f) for f in features], dtype="int64"),
+        "costs": (np.concatenate([np.asarray(g.costs, dtype="float32").reshape(-1) for g in groups])
+                  if groups else np.zeros(0, "float32")),
+        "group_sizes": np.array([len(g.features) for g in groups], dtype="int64"),
+    }
+    buffer = io.BytesIO()
+    np.savez(buffer, **arrays)
+    booster = model.booster
+    meta = {"format": FORMAT, "version": FORMAT_VERSION, "groups": [str(g.group_hash) for g in groups],
+            "booster": booster is not None, "data_size": int(arrays["costs"].size), "feature_dim": int(dim)}
+    members = [(META, json.dumps(meta, indent=1).encode()), (DATA, buffer.getvalue())]
+    if booster is not None:
+        members.append((BOOSTER, bytes(booster.save_raw("ubj"))))
+    path = Path(path)
+    if path.parent != Path(""):
+        path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with tarfile.open(tmp, "w") as tar:
+            for name, payload in members:
+                info = tarfile.TarInfo(name)
+                info.size, info.mode = len(payload), 0o644
+                tar.addfile(info, io.BytesIO(payload))
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _read_members(path) -> tuple[dict, dict]:
+    """``(meta, {member name: bytes})`` of a file of this format; :class:`XGBModelFileError` otherwise.
+
+    Reads the members into memory (nothing is extracted to disk) after checking that the tar
+    holds only the known regular files, each once.
+    """
+    try:
+        tar = tarfile.open(path, mode="r:")  # uncompressed, as written by save_xgb_model
+    except (tarfile.TarError, OSError) as error:
+        raise XGBModelFileError(f"{path}: not a cwm pre-trained XGBModel file (not an uncompressed tar: "
+                                f"{error})") from None
+    with tar:
+        try:
+            members = tar.getmembers()
+        except (tarfile.TarError, OSError) as error:
+            raise XGBModelFileError(f"{path}: not a cwm pre-trained XGBModel file (damaged tar: {error})") from None
+        names = [m.name for m in members]
+        if {"model.bin", "data.npy"} & set(names):
+            raise XGBModelFileError(
+                f"{path}: an XGBModel.save tar (model.bin + data.npy, a pickled NumPy object array); cwm refuses "
+                "it because loading it would unpickle, i.e. run code from the file. Rebuild it with cwm "
+                "(cwm.cost_model.build_pretrained_xgb, or `cwm tune --cost-model xgb-pretrained --save-cost-model "
+                "FILE`), which writes the pickle-free format")
+        allowed = {META, BOOSTER, DATA}
+        unknown = sorted(set(names) - allowed)
+        if unknown or len(names) != len(set(names)):
+            extra = f"unknown member(s) {unknown}" if unknown else f"duplicate members in {names}"
+            raise XGBModelFileError(f"{path}: not a cwm pre-trained XGBModel file ({extra}; allowed: "
+                                    f"{sorted(allowed)})")
+        links = [m.name for m in members if not m.isreg()]
+        if links:
+            raise XGBModelFileError(f"{path}: member(s) {links} are not regular files (links, folders or devices "
+                                    "are refused)")
+        if META not in names or DATA not in names:
+            raise XGBModelFileError(f"{path}: not a cwm pre-trained XGBModel file (it lacks "
+                                    f"{sorted({META, DATA} - set(names))})")
+        payload = {m.name: tar.extractfile(m).read() for m in members}
+    try:
+        meta = json.loads(payload[META])
+    except (ValueError, UnicodeDecodeError) as error:
+        raise XGBModelFileError(f"{path}: {META} is not valid JSON ({error})") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise XGBModelFileError(f"{path}: {META} does not say format {FORMAT!r}")
+    if meta.get("version") != FORMAT_VERSION:
+        raise XGBModelFileError(f"{path}: format version {meta.get('version')!r}; this cwm reads "
+                                f"version {FORMAT_VERSION}")
+    groups = meta.get("groups")
+    if not isinstance(groups, list) or not all(isinstance(g, str) for g in groups) or len(set(groups)) != len(groups):
+        raise XGBModelFileError(f"{path}: {META} 'groups' must be a list of distinct strings")
+    if bool(meta.get("booster")) != (BOOSTER in payload):
+        raise XGBModelFileError(f"{path}: {META} says booster={meta.get('booster')!r} but {BOOSTER} is "
+                                f"{'present' if BOOSTER in payload else 'missing'}")
+    return meta, payload
+
+
+def read_xgb_model(path) -> tuple:
+    """``(booster or None, [(group hash, [features per candidate], costs), ...])`` of a file of
+    this format, checked throughout; :class:`XGBModelFileError` for anything else."""
+    import numpy as np
+    import xgboost as xgb
+
+    meta, payload = _read_members(path)
+    try:
+        with np.load(io.BytesIO(payload[DATA]), allow_pickle=False) as npz:
+            if sorted(npz.files) != sorted(_ARRAYS):
+                raise XGBModelFileError(f"{path}: {DATA} must hold exactly the arrays {sorted(_ARRAYS)}, it holds "
+                                        f"{sorted(npz.files)}")
+            arrays = {name: npz[name] for name in _ARRAYS}
+    except XGBModelFileError:
+        raise
+    except Exception as error:  # noqa: BLE001 - object arrays (ValueError), bad zip, bad headers
+        raise XGBModelFileError(f"{path}: {DATA} is not a plain-array npz ({type(error).__name__}: {error})") from None
+    for name, kind in _ARRAYS.items():
+        if arrays[name].dtype.kind != kind:
+            raise XGBModelFileError(f"{path}: {DATA}/{name} has dtype {arrays[name].dtype}")
+    features, rows, costs, sizes = (arrays[k] for k in ("features", "rows", "costs", "group_sizes"))
+    if features.ndim != 2 or rows.ndim != 1 or costs.ndim != 1 or sizes.ndim != 1:
+        raise XGBModelFileError(f"{path}: {DATA} arrays have the wrong number of dimensions")
+    if (len(sizes) != len(meta["groups"]) or (sizes < 1).any() or int(sizes.sum()) != len(rows)
+            or len(costs) != len(rows) or (rows < 1).any() or int(rows.sum()) != len(features)):
+        raise XGBModelFileError(f"{path}: {DATA} array sizes do not agree with each other or with {META}")
+    booster = None
+    if BOOSTER in payload:
+        booster = xgb.Booster()
+        try:
+            booster.load_model(bytearray(payload[BOOSTER]))
+        except xgb.core.XGBoostError as error:
+            raise XGBModelFileError(f"{path}: {BOOSTER} is not an XGBoost model "
+                                    f"({str(error).splitlines()[0]})") from None
+        if len(features) and booster.num_features() != features.shape[1]:
+            raise XGBModelFileError(f"{path}: the booster takes {booster.num_features()} features, the data has "
+                                    f"{features.shape[1]}")
+    per_candidate = np.split(features.astype("float32", copy=False), np.cumsum(rows)[:-1]) if len(rows) else []
+    groups, start = [], 0
+    for group_hash, size in zip(meta["groups"], sizes.tolist()):
+        groups.append((group_hash, list(per_candidate[start:start + size]),
+                       costs[start:start + size].astype("float32", copy=False)))
+        start += size
+    return booster, groups
+
+
+def restore_xgb_model(model, path) -> None:
+    """Set ``model``'s (a MetaSchedule ``XGBModel``) ``data``, ``data_size`` and ``booster`` from
+    ``path`` (:func:`read_xgb_model`), the state ``XGBModel.load`` restores, without pickle."""
+    from collections import OrderedDict
+
+    from tvm.s_tir.meta_schedule.cost_model.xgb_model import FeatureGroup
+
+    booster, groups = read_xgb_model(path)
+    data = OrderedDict()
+    for group_hash, features, costs in groups:
+        data[group_hash] = FeatureGroup(group_hash=group_hash, features=features, costs=costs)
+    model.data = data
+    model.data_size = sum(len(costs) for _, _, costs in groups)
+    model.booster = booster
+
+
+_SAFE_CLASS = None
+
+
+def make_xgb_model(*args, **kwargs):
+    """A MetaSchedule ``XGBModel`` (same arguments) whose ``save``/``load`` use the pickle-free
+    format (:func:`save_xgb_model`, :func:`restore_xgb_model`) instead of TVM's pickle-based one."""
+    global _SAFE_CLASS
+    if _SAFE_CLASS is None:
+        from tvm.ir.utils import derived_object
+        from tvm.s_tir.meta_schedule.cost_model.xgb_model import XGBModel
+
+        @derived_object
+        class SafeXGBModel(XGBModel._cls):  # noqa: N801 - TVM's derived-object pattern
+            """MetaSchedule's ``XGBModel``; ``save``/``load`` in cwm's pickle-free format."""
+
+            def load(self, path: str) -> None:
+                restore_xgb_model(self, path)
+
+            def save(self, path: str) -> None:
+                save_xgb_model(self, path)
+
+        _SAFE_CLASS = SafeXGBModel
+    return _SAFE_CLASS(*args, **kwargs)

@@ -1,4 +1,4 @@
-"""``python -m cwm dataset {tasks,collect,stats}``: the trajectory dataset from the command line."""
+"""``python -m cwm dataset {tasks,collect,stats,verify}``: the trajectory dataset from the command line."""
 from __future__ import annotations
 
 import argparse
@@ -25,7 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     s.add_argument("--root", default=DEFAULT_ROOT)
     s.add_argument("--json", action="store_true")
     s.add_argument("--skip-corrupt", action="store_true", help="skip unreadable shards instead of failing")
-    v = sub.add_parser("verify", help="check every shard: hashes, counts, actions, replay to the stored program")
+    v = sub.add_parser("verify", help="check every file the manifest lists: shards present, hashes, counts, "
+                                      "decodable, actions, replay to the stored program; lists every problem, "
+                                      "exit 1 if any")
     v.add_argument("--root", default=DEFAULT_ROOT)
     v.add_argument("--replay", type=int, default=2, help="records replayed per task (-1: all, 0: none)")
 
@@ -35,7 +37,13 @@ def main(argv) -> int:
     add_arguments(parser)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    return {"tasks": _tasks, "collect": _collect, "stats": _stats, "verify": _verify}[args.action](args)
+    from cwm.dataset.store import DatasetError
+
+    try:
+        return {"tasks": _tasks, "collect": _collect, "stats": _stats, "verify": _verify}[args.action](args)
+    except DatasetError as e:  # a missing or unreadable dataset file: one line naming it
+        print(f"error: {e}", file=sys.stderr)
+        return 2
 
 
 def _collect(args) -> int:

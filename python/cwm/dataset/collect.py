@@ -59,7 +59,7 @@ def _seed_database(work_dir: str, mod, target, records: list[dict]):
 
 
 def _tune_phase(mod, target, phase: str, n: int, previous: list[dict], cfg: CollectConfig, sink, builder,
-                runner=None):
+                runner=None, seed: int | None = None):
     from tvm.s_tir import meta_schedule as ms
 
     from cwm.dataset.recorder import make_recorder
@@ -75,7 +75,12 @@ def _tune_phase(mod, target, phase: str, n: int, previous: list[dict], cfg: Coll
         ms.tune_tir(mod, target, wd, max_trials_global=n, num_trials_per_iter=settings.num_trials_per_iter,
                     builder=builder, runner=runner or settings.runner(), database=db, cost_model=cost_model,
                     strategy=strategy, measure_callbacks=callbacks, num_tuning_cores=2,
-                    seed=cfg.seed + len(previous))
+                    seed=cfg.seed + len(previous) if seed is None else seed)
+
+
+#: seed stride between the attempts of one phase (an attempt's seed is otherwise a function
+#: of the records already measured, so a retry after a fruitless attempt would repeat it)
+_RETRY_SEED_STRIDE = 100_003
 
 
 def collect_task(store: DatasetStore, key: str, target, cfg: CollectConfig, builder, on_records=None,
@@ -83,14 +88,20 @@ def collect_task(store: DatasetStore, key: str, target, cfg: CollectConfig, buil
     """Collect (or finish collecting) one task; returns the number of new records.
 
     MetaSchedule does not skip candidates already in its database (a TODO in
-    ``evolutionary_search.cc``), so after a restart it may measure a program again: such a
-    result is dropped (programs are compared by structural hash) and the phase tops up its
-    budget in another attempt.
+    ``evolutionary_search.cc``), so after a restart it may measure a program again (re-seeded
+    with the measured records, the search readily proposes the best of them): such a result
+    is dropped (programs are compared by structural hash) and the phase tops up its budget in
+    another attempt. The first attempt of a phase uses the seed ``cfg.seed + records measured``
+    (so a resumed run repeats what the killed one would have done); each retry uses another
+    seed, since the same seed on the same records proposes the same programs again. A phase
+    stops short of its budget only after ``max_attempts`` attempts in a row gave nothing new
+    (the design space is exhausted, e.g. a tiny task); that is logged as a warning.
     """
     mod = _workload(store.get_task(key))
     new = 0
     for phase, budget in (("random", cfg.random_samples), ("search", cfg.trials)):
-        for _ in range(max_attempts):
+        attempt, fruitless = 0, 0
+        while True:
             journal = store.journal_records(key)
             have = [r for r in journal if r["source"] == phase]
             if len(have) >= budget:
@@ -115,9 +126,15 @@ def collect_task(store: DatasetStore, key: str, target, cfg: CollectConfig, buil
                         on_records(len(rows))
 
             before = state["seq"]
-            _tune_phase(mod, target, phase, state["left"], have, cfg, sink, builder, runner)
+            _tune_phase(mod, target, phase, state["left"], have, cfg, sink, builder, runner,
+                        seed=cfg.seed + len(have) + _RETRY_SEED_STRIDE * attempt)
+            attempt += 1
             new += state["seq"] - before
-            if state["seq"] == before:  # the search space gave nothing new
+            fruitless = 0 if state["seq"] > before else fruitless + 1
+            if fruitless >= max_attempts:  # the search space gives nothing new
+                logger.warning("task %s: %s phase stopped at %d of %d candidates: %d attempts in a row "
+                               "measured only programs already in the journal", key, phase,
+                               budget - state["left"], budget, fruitless)
                 break
     return new
 

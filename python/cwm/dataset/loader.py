@@ -10,8 +10,9 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 from functools import cached_property
+from pathlib import Path
 
-from cwm.dataset.store import DatasetStore
+from cwm.dataset.store import DatasetError, DatasetStore
 from cwm.dataset.stats import load_split
 
 
@@ -72,6 +73,15 @@ class DatasetLoader:
     """Trajectories of a dataset, by task; ``split`` = "train" | "test" | None (all)."""
 
     def __init__(self, root, skip_corrupt: bool = False):
+        """Opening reads ``split.json`` and writes nothing (a read-only dataset loads).
+
+        ``skip_corrupt``: an undecodable shard gives no trajectories and a
+        :class:`~cwm.dataset.store.CorruptShardWarning` instead of a ``CorruptShardError``.
+        Raises :class:`~cwm.dataset.store.DatasetError` (naming the file) for a missing dataset
+        folder or an unparsable ``split.json``.
+        """
+        if not Path(root).is_dir():
+            raise DatasetError(f"{root}: no dataset here (not a folder)")
         self.store = DatasetStore(root)
         self.skip_corrupt = skip_corrupt
         self.split = load_split(root)

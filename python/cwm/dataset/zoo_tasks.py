@@ -34,7 +34,7 @@ def register_zoo_tasks(root, networks=None, cache_dir: str | None = None) -> str
 
 
 def write_split(root, heldout=HELDOUT_NETWORKS) -> dict:
-    from cwm.dataset.store import DatasetStore
+    from cwm.dataset.store import DatasetStore, _atomic_write
 
     store = DatasetStore(root)
     test, train = [], []
@@ -43,5 +43,5 @@ def write_split(root, heldout=HELDOUT_NETWORKS) -> dict:
         (test if nets and nets <= set(heldout) else train).append(key)
     split = {"heldout_networks": list(heldout), "test_tasks": test, "train_tasks": train,
              "rule": "test = tasks that occur only in held-out networks"}
-    (Path(root) / "split.json").write_text(json.dumps(split, indent=1) + "\n")
+    _atomic_write(Path(root) / "split.json", (json.dumps(split, indent=1) + "\n").encode())
     return split

@@ -13,6 +13,7 @@ _EXPORTS = {
     "InProcessRunner": "runner", "PooledRunner": "pooled_runner",
     "fuse": "relax_model", "tune_model": "relax_model", "apply_database": "relax_model",
     "ModelTuneOutcome": "relax_model",
+    "UntunableTaskError": "design_space", "check_tunable": "design_space",
 }
 
 __all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

@@ -89,6 +89,8 @@ def main(argv) -> int:
     parser = argparse.ArgumentParser(prog="python -m cwm tune", description=__doc__.splitlines()[0])
     add_arguments(parser)
     args = parser.parse_args(argv)
+    if args.trials < 1:
+        parser.error(f"--trials must be >= 1 (candidates to measure), not {args.trials}")
     if args.rpc_workers < 1:
         parser.error("--rpc-workers must be >= 1")
     if args.rpc_timeout <= 0:
@@ -106,9 +108,12 @@ def main(argv) -> int:
         print(f"cwm tune: {error.args[0] if error.args else error}", file=sys.stderr)
         return 2
     import cwm
+    from cwm.cost_model.xgb_pretrained import XGBModelFileError
     from cwm.targets.cuda import CudaUnavailable
     from cwm.tuning import rpc
     from cwm.tuning.settings import FastSettings
+    from cwm.tuning.design_space import UntunableTaskError
+    from cwm.tuning.json_database import CorruptDatabaseError
     from cwm.tuning.tune import NoLocalGPU
 
     settings = FastSettings(export=args.rpc_export)
@@ -121,7 +126,8 @@ def main(argv) -> int:
                           work_dir=args.work_dir, seed=args.seed, model_dir=args.model_dir,
                           pretrained_xgb=args.pretrained_xgb, dataset=args.data or "data/dataset",
                           runner=runner, settings=settings, verbose=args.verbose)
-    except (FileNotFoundError, NoLocalGPU, CudaUnavailable) as error:  # say so, no traceback
+    except (FileNotFoundError, NoLocalGPU, CudaUnavailable, XGBModelFileError,
+            UntunableTaskError, CorruptDatabaseError) as error:  # say so, no traceback
         print(f"cwm tune: {error}", file=sys.stderr)
         return 2
     finally:
@@ -134,4 +140,9 @@ def main(argv) -> int:
     if args.save_cost_model:
         result.model.save(args.save_cost_model)
         print(f"{'cost model':<14}saved to {args.save_cost_model}")
-    return 0 if result.n_valid else 1
+    if not result.n_valid:
+        errors = sorted({r["error"].strip().splitlines()[0] for r in result.records if r.get("error")})
+        why = f"; first error: {errors[0]}" if errors else ""
+        print(f"cwm tune: error: none of the {len(result.records)} measured candidate(s) ran{why}", file=sys.stderr)
+        return 1
+    return 0

@@ -57,9 +57,12 @@ def make_cost_model(spec="xgb", num_cores: int = 2, *, seed: int = 0, model_dir=
     * ``"cwm"`` -> :class:`~cwm.cost_model.CWMCostModel` on ``model_dir`` (None: the shipped
       model, :func:`cwm.model.default_model_dir`);
     * ``"xgb"`` -> ``XGBModel(num_tuning_cores=num_cores)``, MetaSchedule defaults otherwise;
-    * ``"xgb-pretrained"`` -> ``XGBModel`` loaded from ``pretrained_xgb`` (a file written by
-      ``XGBModel.save``), or pre-trained on the training split of ``dataset`` and cached under
-      ``cache_dir`` (:mod:`cwm.cost_model.xgb_pretrained`);
+    * ``"xgb-pretrained"`` -> ``XGBModel`` loaded from ``pretrained_xgb`` (a file in cwm's
+      pickle-free format, written by this model's ``save`` or
+      :func:`~cwm.cost_model.xgb_pretrained.save_xgb_model`; TVM's pickle-based ``XGBModel.save``
+      tars are refused), or pre-trained on the training split of ``dataset`` and cached under
+      ``cache_dir`` (:mod:`cwm.cost_model.xgb_pretrained`). Both XGB models ``save``/``load`` in
+      that format, never through pickle;
     * ``"random"`` -> MetaSchedule's ``RandomModel(seed=seed)``;
     * any other string goes to ``CostModel.create``; a ``CostModel`` instance is returned as is.
     """
@@ -68,7 +71,9 @@ def make_cost_model(spec="xgb", num_cores: int = 2, *, seed: int = 0, model_dir=
     if not isinstance(spec, str):
         return spec
     if spec == "xgb":
-        return ms.cost_model.XGBModel(num_tuning_cores=num_cores)
+        from cwm.cost_model.xgb_pretrained import make_xgb_model
+
+        return make_xgb_model(num_tuning_cores=num_cores)  # XGBModel, saved/loaded without pickle
     if spec == "random":
         return ms.cost_model.RandomModel(seed=seed)
     if spec == "cwm":
@@ -181,6 +186,15 @@ def check_local_device(target, runner) -> None:
                          "`cwm tune ... --rpc HOST:PORT:KEY` (docs/rpc.md)")
 
 
+def _prim_funcs(mod) -> list:
+    """``[(name, PrimFunc)]`` of a PrimFunc (named "main") or of the PrimFuncs of an IRModule."""
+    from tvm import tirx
+
+    if isinstance(mod, tirx.PrimFunc):
+        return [("main", mod)]
+    return [(gv.name_hint, f) for gv, f in mod.functions_items() if isinstance(f, tirx.PrimFunc)]
+
+
 def tune_tir(mod, target="llvm", trials: int = 64, work_dir: str | None = None,
              cost_model="xgb", seed: int = 0, settings: FastSettings = FastSettings(),
              runner=None, builder=None, verbose: bool = False, measure_callbacks=(),
@@ -199,15 +213,26 @@ def tune_tir(mod, target="llvm", trials: int = 64, work_dir: str | None = None,
     MetaSchedule's search (``ms.tune_tir(seed=...)``). ``measure_callbacks`` are added after
     MetaSchedule's default ones. Builder, runner and cost model are wrapped in timers
     (:mod:`cwm.tuning.timing`) and every measured candidate is recorded; both end up in the
-    returned :class:`TuneOutcome` (``timing``, ``records``).
+    returned :class:`TuneOutcome` (``timing``, ``records``). ``work_dir`` is locked while it is
+    tuned into (:mod:`cwm.dirlock`) and its database is checked and repaired before it is used
+    (:mod:`cwm.tuning.json_database`). A task whose design space MetaSchedule cannot generate
+    raises :class:`~cwm.tuning.design_space.UntunableTaskError` with the reason, before anything
+    is measured.
     """
     from tvm.s_tir import meta_schedule as ms
 
     from cwm.dataset.recorder import make_recorder
     from cwm.tuning.timing import Clock, TimedBuilder, TimedCostModel, TimedRunner
 
+    from cwm.dirlock import lock_dir
+    from cwm.tuning.design_space import check_tunable, short_reason, UntunableTaskError
+    from cwm.tuning.json_database import open_json_database
+    from tvm.s_tir.schedule import ScheduleError
+
     target = resolve_target(target)
     check_local_device(target, runner)
+    for task_name, func in _prim_funcs(mod):  # a ScheduleError of design-space generation, in one line
+        check_tunable(func, target, task_name, seed=seed)
     work_dir = work_dir or tempfile.mkdtemp(prefix="cwm_tune_")
     os.makedirs(work_dir, exist_ok=True)
     cores = _num_cores(target)
@@ -222,13 +247,17 @@ def tune_tir(mod, target="llvm", trials: int = 64, work_dir: str | None = None,
     callbacks = list(ms.measure_callback.MeasureCallback.create("default"))
     callbacks += [make_recorder(records.extend, keep_script=False), *measure_callbacks]
     try:
-        with console(verbose):
+        # one process at a time in work_dir, its database checked and repaired (docs/reliability.md)
+        with lock_dir(work_dir, label="work dir"), console(verbose):
             database = ms.tune_tir(
                 mod, target, work_dir, max_trials_global=trials,
                 num_trials_per_iter=settings.num_trials_per_iter,
                 builder=TimedBuilder(builder, clock), runner=TimedRunner(runner, clock),
+                database=open_json_database(work_dir),
                 cost_model=TimedCostModel(model, clock), strategy=settings.strategy(),
                 measure_callbacks=callbacks, num_tuning_cores=cores, seed=seed)
+    except ScheduleError as error:  # raised by MetaSchedule's design-space generation
+        raise UntunableTaskError(short_reason(error)) from None
     finally:
         close_start = time.perf_counter()
         if own_builder:
@@ -335,9 +364,14 @@ def tune(workload, target="llvm", trials: int = 64, cost_model="cwm", work_dir: 
     where this machine has a GPU; otherwise :class:`NoLocalGPU`); a MetaSchedule ``Runner``
     (e.g. ``RPCRunner``, :func:`cwm.tuning.rpc.runner_from_spec`) is used as is, not closed.
     ``seed`` seeds MetaSchedule's search and the cost model.
+    A task MetaSchedule cannot generate a design space for (e.g. two reductions feeding one
+    epilogue) raises :class:`~cwm.tuning.design_space.UntunableTaskError` (``cwm.UntunableTaskError``)
+    whose ``reason`` is one line, before anything is measured.
     See :func:`tune_tir` for the rest and :class:`TuneResult` for what comes back.
     """
     check_workload(workload)
+    if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
+        raise ValueError(f"trials must be an int >= 1 (candidates to measure), not {trials!r}")
     if isinstance(cost_model, str) and cost_model not in COST_MODELS:
         raise ValueError(f"unknown cost model {cost_model!r}; use one of {list(COST_MODELS)} or a CostModel")
     out = tune_tir(workload, target=target, trials=trials, work_dir=work_dir, cost_model=cost_model, seed=seed,
