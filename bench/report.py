@@ -178,8 +178,50 @@ def scoring_table(r) -> list[str]:
     return out + [""]
 
 
+PROBE_ROWS = (("z0", "z_0 (one value per task: all ties)"), ("zt_hat", "rollout ẑ_T - z_0"),
+              ("zt_hat+stats", "rollout + action stats (CWM's ranker input)"), ("stats", "action stats alone"),
+              ("et", "E(s_T) - E(s_0) of the real final program (snapshot)"), ("et+stats", "E(s_T) + stats (snapshot)"),
+              ("store", "per-store features of the real s_T (snapshot ceiling)"),
+              ("store+stats", "per-store features + stats (snapshot)"),
+              ("store_pred", "per-store features decoded from the rollout (ridge)"),
+              ("store_pred+stats", "decoded per-store features + stats"), ("z0+stats", "z_0 + stats (no transition)"))
+
+
+def probe_table(r) -> list[str]:
+    """``cwm probe``: task-grouped CV on the training tasks, one ranker per representation."""
+    m, dec = r["representations"], r["store_decoder_std_mse"]
+    out = [f"**Probe: what each representation carries** (`cwm probe`; {r['folds']}-fold task-grouped CV on "
+           f"{r['tasks']} *training* tasks, {r['candidates']} candidates, ≤ {r['max_candidates_per_task']} a task; "
+           f"{r.get('machine') or r.get('cpu')}; {r['date']})", "",
+           "| representation | top-1 | top-5 | pairwise acc. | NDCG@10 |", "|---|---|---|---|---|"]
+    for key, label in PROBE_ROWS:
+        if key in m:
+            x = m[key]
+            out.append(f"| {label} | {x['top1']:.3f} | {x['top5']:.3f} | {x['pairwise_acc']:.3f} | {x['ndcg10']:.3f} |")
+    out.append(f"\nRidge decoder of the per-store features from the rollout, standardized MSE (1.0 = the mean): "
+               f"{dec['fit']:.3f} on the fitting folds, {dec['heldout']:.3f} on the held-out fold.")
+    return out + [""]
+
+
+def corpus_breadth_table(r) -> list[str]:
+    """``bench/corpus_breadth.py``: decoder error on unseen generated workloads vs training breadth."""
+    out = [f"**Breadth** (`bench/corpus_breadth.py`; ridge decoder from the rollout to the final state's per-store "
+           f"features; {r['workloads']} generated workloads, {r['heldout_workloads']} held out, {r['trajectories']} "
+           f"unmeasured trajectories; {r['host']}; {r['date']}). Standardized MSE, 1.0 = predicting the mean", "",
+           "| training workloads | error on them | error on unseen workloads |", "|---|---|---|"]
+    for row in r["rows"]:
+        out.append(f"| {row['train_workloads']} | {row['fit_error']:.3f} | {row['heldout_error']:.3f} |")
+    z = r.get("zoo_transfer")
+    if z:
+        out.append(f"\nThe same decoder (fitted on every pooled generated workload) on the {z['tasks']} measured *training* "
+                   f"tasks of the zoo: error {z['decoder_error']:.3f}; ranking on its decoded features (+ stats), "
+                   f"task-grouped CV: pairwise {z['ranking_decoded']['pairwise_acc']:.3f} "
+                   f"({z['ranking_decoded_plus_stats']['pairwise_acc']:.3f}).")
+    return out + [""]
+
+
 #: result file -> renderer, in README order
-TABLES = (("ranking.json", ranking_table), ("search.json", search_table), ("e2e.json", e2e_table),
+TABLES = (("ranking.json", ranking_table), ("probe.json", probe_table), ("corpus_breadth.json", corpus_breadth_table), ("search.json", search_table), ("e2e.json", e2e_table),
           ("e2e_t64.json", e2e_table),  # the same benchmark at 64 trials per task (--trials 64)
           ("scoring.json", scoring_table), ("fast_tuning.json", fast_tuning_table),
           ("trace_features.json", trace_features_table))

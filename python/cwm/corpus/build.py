@@ -132,7 +132,8 @@ def build_corpus(root, workloads: int, per_workload: int, seed: int = 0, dataset
         log(f"[{index + 1}/{workloads}] {w.name}: {len(traces)} trajectories "
             f"({time.perf_counter() - start:.0f} s, {made} shards this run)")
     manifest = {"format": FORMAT, "version": VERSION, "seed": seed, "workloads": workloads,
-                "per_workload": per_workload, "target": str(target), "families": list(FAMILIES),
+                "per_workload": per_workload, "target": target if isinstance(target, dict) else str(target),
+                "families": list(FAMILIES),
                 "prefix_fractions": list(PREFIX_FRACTIONS), "excluded_heldout_keys": len(exclude),
                 "listing": listing}
     if part[0] == 0:

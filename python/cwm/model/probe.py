@@ -90,13 +90,14 @@ def representation(name: str, task: dict, decoder: StoreDecoder | None) -> np.nd
     return np.concatenate(parts, 1).astype(np.float32)
 
 
-def cross_validate(tasks: list[dict], folds: int, seed: int, ranker_cfg, log=print) -> dict:
-    """Task-grouped CV of every representation; metrics pooled over the held-out folds."""
+def cross_validate(tasks: list[dict], folds: int, seed: int, ranker_cfg, log=print,
+                   names=REPRESENTATIONS) -> dict:
+    """Task-grouped CV of the ``names`` representations; metrics pooled over the held-out folds."""
     from cwm.model.metrics import summarize
     from cwm.model.ranker import Ranker
 
     by_key = {t["key"]: t for t in tasks}
-    scored = {name: [] for name in REPRESENTATIONS}
+    scored = {name: [] for name in names}
     decoder_err = {"fit": [], "heldout": []}
     for f, val_keys in enumerate(task_folds(sorted(by_key), folds, seed)):
         val = [by_key[k] for k in val_keys]
@@ -104,7 +105,7 @@ def cross_validate(tasks: list[dict], folds: int, seed: int, ranker_cfg, log=pri
         decoder = StoreDecoder().fit(fit)
         decoder_err["fit"].append(decoder.error(fit))
         decoder_err["heldout"].append(decoder.error(val))
-        for name in REPRESENTATIONS:
+        for name in names:
             ranker = Ranker(ranker_cfg).fit(
                 np.concatenate([representation(name, t, decoder) for t in fit]),
                 np.concatenate([t["lat"] for t in fit]),
