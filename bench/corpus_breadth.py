@@ -26,6 +26,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 
 def corpus_tasks(corpus: Path, model, log=print) -> list[dict]:
+    import tvm
+
     from cwm import native
     from cwm.corpus.generator import build
 
@@ -39,10 +41,11 @@ def corpus_tasks(corpus: Path, model, log=print) -> list[dict]:
         entry = listing[path.name.split("-", 1)[0]]
         with np.load(path, allow_pickle=False) as f:
             traces, store = list(f["traces"]), f["store"][:, -1].astype(np.float32)
+            saved = str(f["workload"]) if "workload" in f.files else None
         ok = np.isfinite(store).all(1) if store.shape[-1] else np.zeros(len(traces), bool)
         if ok.sum() < 2:
             continue
-        mod = build(entry["family"], entry["params"])
+        mod = tvm.ir.load_json(saved) if saved else build(entry["family"], entry["params"])
         fb = native.featurize_batch([t for t, k in zip(traces, ok) if k])
         z0 = model.z0(mod)
         zt = model.rollout(z0, fb)
@@ -54,16 +57,15 @@ def corpus_tasks(corpus: Path, model, log=print) -> list[dict]:
     return tasks
 
 
-def zoo_transfer(pool, model, args, log=print) -> dict:
-    """The decoder fitted on every pooled generated workload, applied to the measured dataset's
+def zoo_transfer(pools: dict, model, args, log=print) -> dict:
+    """A decoder fitted on each pool of generated workloads, applied to the measured dataset's
     *training* tasks (real network subgraphs, fused): its error there, and the task-grouped CV
-    ranking of its decoded features (the probe's protocol, ``cwm probe``'s cache)."""
+    ranking of its decoded features (the probe's protocol and ``cwm probe``'s cache)."""
     from cwm.dataset.loader import DatasetLoader
+    from cwm.model import default_model_dir
     from cwm.model.probe import StoreDecoder, cross_validate
     from cwm.model.probe_features import model_fingerprint, task_representations
     from cwm.model.ranker import RankerConfig
-
-    from cwm.model import default_model_dir
 
     model_dir = args.model_dir or default_model_dir()
     loader = DatasetLoader(args.dataset)
@@ -74,15 +76,21 @@ def zoo_transfer(pool, model, args, log=print) -> dict:
                                       64, args.seed)
         if arrays is not None:
             tasks.append({"key": key, **arrays, "weight": 1.0})
-    dec = StoreDecoder().fit(pool)
-    err = dec.error(tasks)
-    decoded = [{**t, "store": dec.predict(t)} for t in tasks]
-    cv = cross_validate(decoded, 5, args.seed, RankerConfig(n_estimators=100, max_depth=6, seed=args.seed), log,
-                        names=("store", "store+stats"))["representations"]
-    log(f"corpus decoder on {len(tasks)} zoo training tasks: std-MSE {err:.3f}; ranking {cv}")
-    return {"tasks": len(tasks), "decoder_error": err, "ranking_decoded": cv["store"],
-            "ranking_decoded_plus_stats": cv["store+stats"],
-            "note": "decoder standardized on the corpus; ranking: 5-fold task-grouped CV, weight 1 per task"}
+    out = {}
+    for name, pool in pools.items():
+        if not pool:
+            continue
+        dec = StoreDecoder().fit(pool)
+        decoded = [{**t, "store": dec.predict(t)} for t in tasks]
+        cv = cross_validate(decoded, 5, args.seed, RankerConfig(n_estimators=100, max_depth=6, seed=args.seed),
+                            lambda *_: None, names=("store", "store+stats"))["representations"]
+        out[name] = {"fit_workloads": len(pool), "tasks": len(tasks), "decoder_error": dec.error(tasks),
+                     "decoder_within_task_error": dec.within_task_error(tasks),
+                     "ranking_decoded": cv["store"], "ranking_decoded_plus_stats": cv["store+stats"]}
+        log(f"decoder fitted on {name} ({len(pool)} workloads), on {len(tasks)} zoo training tasks: "
+            f"std-MSE {out[name]['decoder_error']:.3f} (within task {out[name]['decoder_within_task_error']:.3f}), pairwise {cv['store']['pairwise_acc']:.3f} "
+            f"(+stats {cv['store+stats']['pairwise_acc']:.3f})")
+    return out
 
 
 def main(argv=None) -> int:
@@ -116,15 +124,24 @@ def main(argv=None) -> int:
         dec = StoreDecoder().fit(fit)
         fams = sorted({t["family"] for t in held})
         rows.append({"train_workloads": n, "fit_error": dec.error(fit), "heldout_error": dec.error(held),
+                     "fit_within_task": dec.within_task_error(fit), "heldout_within_task": dec.within_task_error(held),
                      "heldout_by_family": {f: dec.error([t for t in held if t["family"] == f]) for f in fams}})
-        print(f"N={n:4d}: decoder std-MSE fit {rows[-1]['fit_error']:.3f}, held-out {rows[-1]['heldout_error']:.3f}")
-    zoo = zoo_transfer(pool, model, args)
+        print(f"N={n:4d}: decoder std-MSE fit {rows[-1]['fit_error']:.3f}, held-out {rows[-1]['heldout_error']:.3f}; "
+              f"within-task fit {rows[-1]['fit_within_task']:.3f}, held-out {rows[-1]['heldout_within_task']:.3f}")
+    from cwm.model.probe import MlpStoreDecoder
+
+    mlp = MlpStoreDecoder(seed=args.seed).fit(pool)
+    mlp_row = {"train_workloads": len(pool), "fit_error": mlp.error(pool), "heldout_error": mlp.error(held),
+               "fit_within_task": mlp.within_task_error(pool), "heldout_within_task": mlp.within_task_error(held)}
+    print(f"MLP decoder, N={len(pool)}: {mlp_row}")
+    zoo = zoo_transfer({"operators": [t for t in pool if not t["family"].startswith("block_")],
+                        "operators+blocks": pool}, model, args)
     write_json(str(args.out), {
         "benchmark": "corpus_breadth", "date": time.strftime("%Y-%m-%d"), "host": platform.machine(),
         "corpus": str(args.corpus), "workloads": len(tasks), "heldout_workloads": n_held,
         "trajectories": int(sum(len(t["store"]) for t in tasks)), "decoder": "ridge on [zt_hat - z0, stats]",
         "target": "pooled per-store features of the final state (standardized on the fitting set)",
-        "rows": rows, "zoo_transfer": zoo, "seconds": round(time.perf_counter() - start, 1)})
+        "rows": rows, "mlp_decoder": mlp_row, "zoo_transfer": zoo, "seconds": round(time.perf_counter() - start, 1)})
     return 0
 
 

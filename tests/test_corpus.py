@@ -55,3 +55,23 @@ def test_build_is_resumable_and_reproducible(tmp_path, tiny_dataset):
             assert np.isfinite(x["store"][:, -1]).all()  # the final state always has features
     stats = corpus_stats(a)
     assert stats["shards"] == 3 and stats["trajectories"] == sum(stats["by_family"].values()) > 0
+
+
+def test_blocks_give_fused_network_tasks(tmp_path, tiny_dataset):
+    """Network blocks go through torch.export -> Relax -> FuseOps, so their tasks are fused like
+    the zoo's; a corpus with blocks stores each workload, and rebuilds the same keys."""
+    import tvm
+
+    from cwm.corpus.blocks import generate_blocks
+    from cwm.corpus.build import build_corpus
+    from cwm.frontends.tasks import task_key
+
+    made = list(generate_blocks(6, seed=0))
+    assert len({task_key(w.mod) for w in made}) == 6
+    assert any(w.params["task"].startswith("fused_") for w in made)
+    assert [task_key(w.mod) for w in generate_blocks(6, seed=0)] == [task_key(w.mod) for w in made]
+    build_corpus(tmp_path, 1, 4, seed=0, dataset=tiny_dataset, blocks=2, log=lambda *_: None)
+    shards = sorted((tmp_path / "shards").glob("*.npz"))
+    assert len(shards) == 3
+    with np.load(shards[-1], allow_pickle=False) as f:
+        assert task_key(tvm.ir.load_json(str(f["workload"]))) == shards[-1].stem.split("-", 1)[1]

@@ -11,6 +11,7 @@ and the pooled per-store features (sum and max over stores of MetaSchedule's
         traces     [N] str        the candidate traces (JSON text)
         prefix     [N, P] int32   number of canonical actions of each target state (last = T)
         store      [N, P, F] f16  pooled per-store features of those states (NaN: not extractable)
+        workload   str            the unscheduled workload (``tvm.ir.save_json``)
     manifest.json                 seed, sizes, target, generator families, shard list (rewritten at the end)
 
 A shard is written to a temporary file and renamed, so an interrupted build leaves only whole
@@ -98,9 +99,15 @@ def _shard_path(root: Path, index: int, key: str) -> Path:
 
 
 def build_corpus(root, workloads: int, per_workload: int, seed: int = 0, dataset=None, part=(0, 1),
-                 target=None, log=print) -> dict:
-    """Builds (or resumes) the corpus under ``root``; ``part=(i, n)`` does every n-th workload from i."""
+                 target=None, blocks: int = 0, log=print) -> dict:
+    """Builds (or resumes) the corpus under ``root``: ``workloads`` single operators, then
+    ``blocks`` tasks of network blocks (:mod:`cwm.corpus.blocks`); ``part=(i, n)`` does every
+    n-th workload from i."""
+    import itertools
+
     import tvm
+
+    from cwm.corpus.blocks import generate_blocks
 
     from cwm.corpus.generator import FAMILIES, generate, heldout_keys
     from cwm.frontends.tasks import task_key
@@ -116,7 +123,8 @@ def build_corpus(root, workloads: int, per_workload: int, seed: int = 0, dataset
     done = {p.name.split("-", 1)[0] for p in (root / "shards").glob("*.npz") if not p.name.endswith(".tmp.npz")}
     start, made, trajectories = time.perf_counter(), 0, 0
     listing = []
-    for index, w in enumerate(generate(workloads, seed, exclude)):
+    source = itertools.chain(generate(workloads, seed, exclude), generate_blocks(blocks, seed, exclude, tgt))
+    for index, w in enumerate(source):
         key = task_key(w.mod)
         assert key not in exclude, f"{w.name} has a held-out task's structural hash"
         listing.append({"index": index, "key": key, "name": w.name, "family": w.family, "params": w.params})
@@ -126,12 +134,13 @@ def build_corpus(root, workloads: int, per_workload: int, seed: int = 0, dataset
         prefix, store = trajectory_targets(w.mod, traces, tgt)
         path = _shard_path(root, index, key)
         tmp = path.with_name(path.name + ".tmp.npz")
-        np.savez(tmp, traces=np.array(traces, dtype=str), prefix=prefix, store=store.astype(np.float16))
+        np.savez(tmp, traces=np.array(traces, dtype=str), prefix=prefix, store=store.astype(np.float16),
+                 workload=np.array(tvm.ir.save_json(w.mod)))
         tmp.replace(path)
         made, trajectories = made + 1, trajectories + len(traces)
-        log(f"[{index + 1}/{workloads}] {w.name}: {len(traces)} trajectories "
+        log(f"[{index + 1}/{workloads + blocks}] {w.name}: {len(traces)} trajectories "
             f"({time.perf_counter() - start:.0f} s, {made} shards this run)")
-    manifest = {"format": FORMAT, "version": VERSION, "seed": seed, "workloads": workloads,
+    manifest = {"format": FORMAT, "version": VERSION, "seed": seed, "workloads": workloads, "blocks": blocks,
                 "per_workload": per_workload, "target": target if isinstance(target, dict) else str(target),
                 "families": list(FAMILIES),
                 "prefix_fractions": list(PREFIX_FRACTIONS), "excluded_heldout_keys": len(exclude),

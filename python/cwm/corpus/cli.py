@@ -15,6 +15,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("action", choices=("build", "stats"))
     p.add_argument("--out", default="data/corpus", help="corpus directory (not committed: rebuilt by this command)")
     p.add_argument("--workloads", type=int, default=1000)
+    p.add_argument("--blocks", type=int, default=0,
+                   help="also this many tasks of generated network blocks (fused, as the zoo's tasks are)")
     p.add_argument("--per-workload", type=int, default=100, help="sampled trajectories per workload")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--dataset", default="data/dataset",
@@ -41,5 +43,6 @@ def main(argv) -> int:
         print(json.dumps(corpus_stats(args.out)))
         return max(codes)
     i, n = map(int, (args.part or "0/1").split("/"))
-    print(json.dumps(build_corpus(args.out, args.workloads, args.per_workload, args.seed, args.dataset, (i, n))))
+    print(json.dumps(build_corpus(args.out, args.workloads, args.per_workload, args.seed, args.dataset, (i, n),
+                                        blocks=args.blocks)))
     return 0

@@ -73,6 +73,59 @@ class StoreDecoder:
                 errs.append((((self.predict(t)[ok] - t["store"][ok]) / self.ys) ** 2).mean(1))
         return float(np.mean(np.concatenate(errs))) if errs else float("nan")
 
+    def within_task_error(self, tasks) -> float:
+        """The error of what ranking needs: candidates' deviations from their task's mean,
+        over the variance of those deviations (1.0 = predicting no difference between a
+        task's candidates; features constant within every task are left out)."""
+        num, den = 0.0, 0.0
+        for t in tasks:
+            ok = np.isfinite(t["store"]).all(1)
+            if ok.sum() < 2:
+                continue
+            y, pred = t["store"][ok], self.predict(t)[ok]
+            dy, dp = y - y.mean(0), pred - pred.mean(0)
+            num += (((dp - dy) / self.ys) ** 2).sum()
+            den += ((dy / self.ys) ** 2).sum()
+        return float(num / den) if den > 0 else float("nan")
+
+
+class MlpStoreDecoder(StoreDecoder):
+    """The same inputs and targets through a two-layer MLP (256 hidden, full-batch Adam): tells
+    whether what the linear decoder misses is in the inputs at all."""
+
+    def __init__(self, hidden: int = 256, epochs: int = 400, seed: int = 0):
+        self.hidden, self.epochs, self.seed = hidden, epochs, seed
+
+    def fit(self, tasks):
+        import torch
+
+        x, y = self._x(tasks), np.concatenate([t["store"] for t in tasks])
+        ok = np.isfinite(y).all(1)
+        x, y = x[ok], y[ok]
+        self.xm, self.xs = x.mean(0), x.std(0) + 1e-6
+        self.ym, std = y.mean(0), y.std(0)
+        self.ys = np.where(std < 1e-3, 1.0, std)
+        torch.manual_seed(self.seed)
+        xt = torch.tensor((x - self.xm) / self.xs, dtype=torch.float32)
+        yt = torch.tensor((y - self.ym) / self.ys, dtype=torch.float32)
+        self.net = torch.nn.Sequential(torch.nn.Linear(xt.shape[1], self.hidden), torch.nn.GELU(),
+                                       torch.nn.Linear(self.hidden, self.hidden), torch.nn.GELU(),
+                                       torch.nn.Linear(self.hidden, yt.shape[1]))
+        opt = torch.optim.Adam(self.net.parameters(), lr=3e-3, weight_decay=1e-5)
+        for _ in range(self.epochs):
+            opt.zero_grad()
+            loss = torch.nn.functional.mse_loss(self.net(xt), yt)
+            loss.backward()
+            opt.step()
+        return self
+
+    def predict(self, task) -> np.ndarray:
+        import torch
+
+        xn = torch.tensor((self._x([task]) - self.xm) / self.xs, dtype=torch.float32)
+        with torch.no_grad():
+            return self.net(xn).numpy().astype(np.float64) * self.ys + self.ym
+
 
 def representation(name: str, task: dict, decoder: StoreDecoder | None) -> np.ndarray:
     base, _, extra = name.partition("+")
@@ -98,13 +151,15 @@ def cross_validate(tasks: list[dict], folds: int, seed: int, ranker_cfg, log=pri
 
     by_key = {t["key"]: t for t in tasks}
     scored = {name: [] for name in names}
-    decoder_err = {"fit": [], "heldout": []}
+    decoder_err = {"fit": [], "heldout": [], "fit_within_task": [], "heldout_within_task": []}
     for f, val_keys in enumerate(task_folds(sorted(by_key), folds, seed)):
         val = [by_key[k] for k in val_keys]
         fit = [t for k, t in by_key.items() if k not in set(val_keys)]
         decoder = StoreDecoder().fit(fit)
         decoder_err["fit"].append(decoder.error(fit))
         decoder_err["heldout"].append(decoder.error(val))
+        decoder_err["fit_within_task"].append(decoder.within_task_error(fit))
+        decoder_err["heldout_within_task"].append(decoder.within_task_error(val))
         for name in names:
             ranker = Ranker(ranker_cfg).fit(
                 np.concatenate([representation(name, t, decoder) for t in fit]),
