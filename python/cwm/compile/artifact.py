@@ -35,10 +35,10 @@ import os
 import platform
 import secrets
 import shutil
-import struct
 import sys
 import warnings
 
+from cwm.compile.elf_extent import elf_extent
 from cwm.compile.errors import ArtifactError
 from cwm.compile.specs import TensorSpec
 from cwm.dataset.store import sha256_file as sha256_of  # the one streaming sha256 helper
@@ -300,64 +300,6 @@ def verify_pin(path, data: bytes, expect_sha256) -> str:
             raise ArtifactError(f"{path}: {MANIFEST} has sha256 {digest}, expected {expected} (expect_sha256): "
                                 "this is not the artifact that was pinned; its model.so was not loaded")
     return digest
-
-
-# ------------------------------------------------------------------------------------ ELF check
-_ELF_MAGIC = b"\x7fELF"
-_SHT_NULL, _SHT_NOBITS = 0, 8
-
-
-def elf_extent(source) -> int:
-    """How many bytes the ELF headers of ``source`` (bytes, or a binary file open for reading)
-    say the file has: the header, the program and section header tables, every segment's file
-    part and every section's data. ``ValueError`` when it does not start like an ELF file."""
-    if isinstance(source, (bytes, bytearray, memoryview)):
-        def read(offset, n):
-            return bytes(source[offset:offset + n])
-    else:
-        def read(offset, n):
-            source.seek(offset)
-            return source.read(n)
-    head = read(0, 64)
-    if len(head) < 6 or head[:4] != _ELF_MAGIC or head[4] not in (1, 2) or head[5] not in (1, 2):
-        if len(head) < 6 and (_ELF_MAGIC.startswith(head) or head.startswith(_ELF_MAGIC)):
-            return 64  # cut inside the identification bytes
-        raise ValueError("not an ELF file")
-    wide, order = head[4] == 2, "<" if head[5] == 1 else ">"
-    header_size = 64 if wide else 52
-    if len(head) < header_size:
-        return header_size
-    fields = struct.unpack_from(order + ("QQIHHHHHH" if wide else "IIIHHHHHH"), head, 0x20 if wide else 0x1C)
-    phoff, shoff, _, ehsize, phentsize, phnum, shentsize, shnum, _ = fields
-    need = max(header_size, ehsize)
-    section = order + ("IIQQQQ" if wide else "IIIIII")  # name, type, flags, addr, offset, size
-    section_size = struct.calcsize(section)
-    if shoff and shentsize >= section_size and (shnum == 0 or phnum == 0xFFFF):
-        first = read(shoff, section_size)  # extended numbering: the counts are in section 0
-        if len(first) < section_size:
-            return max(need, shoff + shentsize)
-        _, _, _, _, _, size0 = struct.unpack_from(section, first)
-        shnum = shnum or size0
-        if phnum == 0xFFFF:
-            info = read(shoff + (44 if wide else 28), 4)
-            phnum = struct.unpack(order + "I", info)[0] if len(info) == 4 else phnum
-    need = max(need, phoff + phentsize * phnum if phnum else 0, shoff + shentsize * shnum if shnum else 0)
-    segment = order + ("IIQQQQ" if wide else "IIIIII")  # 64: type, flags, offset, vaddr, paddr, filesz
-    segment_size = struct.calcsize(segment)
-    if phnum and phentsize >= segment_size:
-        table = read(phoff, phentsize * phnum)
-        for i in range(min(phnum, len(table) // phentsize)):
-            values = struct.unpack_from(segment, table, i * phentsize)
-            offset, filesz = (values[2], values[5]) if wide else (values[1], values[4])
-            if filesz:
-                need = max(need, offset + filesz)
-    if shnum and shentsize >= section_size:
-        table = read(shoff, shentsize * shnum)
-        for i in range(min(shnum, len(table) // shentsize)):
-            _, kind, _, _, offset, size = struct.unpack_from(section, table, i * shentsize)
-            if kind not in (_SHT_NULL, _SHT_NOBITS) and size:
-                need = max(need, offset + size)
-    return need
 
 
 def check_library(library) -> None:
