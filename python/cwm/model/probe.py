@@ -44,14 +44,18 @@ def task_folds(keys: list[str], folds: int, seed: int) -> list[list[str]]:
 class StoreDecoder:
     """Ridge regression from the rollout ``[ẑ_T - z_0, stats]`` to standardized per-store features."""
 
-    def fit(self, tasks):
+    def _standardized(self, tasks):
+        """Inputs and targets of the rows with every target finite, in standard units (sets the scales)."""
         x, y = self._x(tasks), np.concatenate([t["store"] for t in tasks])
         ok = np.isfinite(y).all(1)
         x, y = x[ok], y[ok]
         self.xm, self.xs = x.mean(0), x.std(0) + 1e-6
         self.ym, std = y.mean(0), y.std(0)
         self.ys = np.where(std < 1e-3, 1.0, std)  # a feature constant on the fitting folds: raw units
-        xn, yn = (x - self.xm) / self.xs, (y - self.ym) / self.ys
+        return (x - self.xm) / self.xs, (y - self.ym) / self.ys
+
+    def fit(self, tasks):
+        xn, yn = self._standardized(tasks)
         a = np.c_[xn, np.ones(len(xn))]
         self.w = np.linalg.solve(a.T @ a + RIDGE * np.eye(a.shape[1]), a.T @ yn)
         return self
@@ -99,15 +103,9 @@ class MlpStoreDecoder(StoreDecoder):
     def fit(self, tasks):
         import torch
 
-        x, y = self._x(tasks), np.concatenate([t["store"] for t in tasks])
-        ok = np.isfinite(y).all(1)
-        x, y = x[ok], y[ok]
-        self.xm, self.xs = x.mean(0), x.std(0) + 1e-6
-        self.ym, std = y.mean(0), y.std(0)
-        self.ys = np.where(std < 1e-3, 1.0, std)
+        xn, yn = self._standardized(tasks)
         torch.manual_seed(self.seed)
-        xt = torch.tensor((x - self.xm) / self.xs, dtype=torch.float32)
-        yt = torch.tensor((y - self.ym) / self.ys, dtype=torch.float32)
+        xt, yt = torch.tensor(xn, dtype=torch.float32), torch.tensor(yn, dtype=torch.float32)
         self.net = torch.nn.Sequential(torch.nn.Linear(xt.shape[1], self.hidden), torch.nn.GELU(),
                                        torch.nn.Linear(self.hidden, self.hidden), torch.nn.GELU(),
                                        torch.nn.Linear(self.hidden, yt.shape[1]))
