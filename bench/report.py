@@ -223,22 +223,32 @@ def corpus_breadth_table(r) -> list[str]:
     return out + [""]
 
 
+def _variant(r) -> str:
+    t = r.get("transition") or {"hidden": 64, "init": "shipped"}
+    return (f"{'state-dependent' if r.get('state_dependent') else 'shipped form'}, hidden {t['hidden']}, "
+            f"{t['init']} init")
+
+
 def transition_corpus_table(r) -> list[str]:
-    """``bench/transition_corpus.py``: the shipped TransH architecture trained on the corpus."""
-    b, a, z = r["decoder_error_before"], r["decoder_error_after"], r["zoo"]["ranking"]
-    out = [f"**TransH trained on the corpus** (`bench/transition_corpus.py`; the shipped architecture, a decoder "
-           f"head to per-store features of 3 prefix states; {r['workloads']['fit']} workloads fitted, "
-           f"{r['workloads']['heldout']} held out, {r['epochs']} epochs; {r['host']}; {r['date']}). "
-           "Standardized MSE of the final state's features (within task: 1.0 = no difference between a task's "
-           "candidates)", "", "| | fitted workloads | held-out workloads | within task, fitted | within task, held out |",
-           "|---|---|---|---|---|"]
-    for label, x in (("before training", b), ("after", a)):
-        out.append(f"| {label} | {x['fit']['error']:.3f} | {x['heldout']['error']:.3f} | "
-                   f"{x['fit']['within_task']:.3f} | {x['heldout']['within_task']:.3f} |")
-    out.append(f"\nOn the zoo's {r['zoo']['tasks']} training tasks (task-grouped CV, pairwise): new rollout "
-               f"{z['zt_hat']['pairwise_acc']:.3f}, + stats {z['zt_hat+stats']['pairwise_acc']:.3f}; decoded features "
-               f"{z['store']['pairwise_acc']:.3f}, + stats {z['store+stats']['pairwise_acc']:.3f}; decoder error "
-               f"{r['zoo']['decoder_error']:.3f}.")
+    """``bench/transition_corpus.py``: TransH trained on the corpus; one row per variant run."""
+    import glob
+
+    runs = [json.load(open(f)) for f in sorted(glob.glob(os.path.join(HERE, "results", "transition_corpus*.json")))]
+    out = [f"**TransH trained on the corpus** (`bench/transition_corpus.py`; a decoder head to the per-store features "
+           f"of 3 prefix states; {r['workloads']['fit']} workloads fitted, {r['workloads']['heldout']} held out; "
+           f"{r['host']}; {r['date']}). Decoder error of the final state's features in standard units (within task: "
+           "1.0 = no difference between a task's candidates); pairwise = task-grouped CV on the zoo's training tasks",
+           "", "| transition | epochs | error, fitted / held-out workloads | within task, fitted / held out | "
+           "zoo pairwise: rollout | rollout + stats | decoded |", "|---|---|---|---|---|---|---|"]
+    for x in runs:
+        a, z = x["decoder_error_after"], x["zoo"]["ranking"]
+        out.append(f"| {_variant(x)} | {x['epochs']} | {a['fit']['error']:.3f} / {a['heldout']['error']:.3f} | "
+                   f"{a['fit']['within_task']:.3f} / {a['heldout']['within_task']:.3f} | "
+                   f"{z['zt_hat']['pairwise_acc']:.3f} | {z['zt_hat+stats']['pairwise_acc']:.3f} | "
+                   f"{z['store']['pairwise_acc']:.3f} |")
+    b = r["decoder_error_before"]
+    out.append(f"\nBefore training (the shipped transition, a fresh decoder): within task {b['fit']['within_task']:.3f}. "
+               "For reference, the shipped rollout ranks at 0.511 and the action stats alone at 0.634 (probe above).")
     return out + [""]
 
 

@@ -66,6 +66,35 @@ class Decoder:
         self.net = torch.nn.Sequential(torch.nn.Linear(dim, 256), torch.nn.GELU(), torch.nn.Linear(256, width))
 
 
+def state_dependent(transition):
+    """The shipped TransH with its action parameters also reading the state: the hidden layer
+    sees ``embed(a_t) + S z_{t-1}`` (S starts at 0, so training starts from the shipped model).
+    A tile factor only means something against the extent it splits, which lives in the state.
+    An experiment: the C++ core does not evaluate this form."""
+    import torch
+
+    class StateDependentTransH(torch.nn.Module):
+        def __init__(self, base):
+            super().__init__()
+            self.base, self.cfg = base, base.cfg
+            self.state = torch.nn.Linear(base.cfg.dim, base.cfg.hidden, bias=False)
+            torch.nn.init.zeros_(self.state.weight)
+
+        def forward(self, z0, kind, hashed, small, numbers, return_all: bool = False):
+            x = self.base.embed(kind, hashed, small, numbers)
+            live = (kind != 0).unsqueeze(-1).to(z0.dtype)
+            z, out = z0, [z0]
+            for t in range(kind.shape[1]):
+                w_raw, d = self.base.out(torch.relu(x[:, t] + self.state(z))).split(self.cfg.dim, dim=-1)
+                w = w_raw / w_raw.norm(dim=-1, keepdim=True).clamp_min(1e-6)
+                z = live[:, t] * self.base.step(z, w, d) + (1 - live[:, t]) * z
+                if return_all:
+                    out.append(z)
+            return torch.stack(out, 1) if return_all else z
+
+    return StateDependentTransH(transition)
+
+
 def rollout_prefix_states(transition, task, tcfg):
     """``[N, P, D]`` rolled-out states at the task's prefix points (torch, with autograd)."""
     import torch
@@ -104,7 +133,11 @@ def main(argv=None) -> int:
     p.add_argument("--epochs", type=int, default=30)
     p.add_argument("--minutes", type=float, default=15.0, help="stop training after this long")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--out", default=str(ROOT / "bench" / "results" / "transition_corpus.json"))
+    p.add_argument("--state-dependent", action="store_true",
+                   help="action parameters also read the state (experiment; not evaluable by the C++ core)")
+    p.add_argument("--hidden", type=int, default=None,
+                   help="a fresh TransH with this hidden size instead of the shipped weights (experiment)")
+    p.add_argument("--out", default=None, help="default bench/results/transition_corpus[_state][_hN].json")
     args = p.parse_args(argv)
     import torch
 
@@ -123,7 +156,15 @@ def main(argv=None) -> int:
     y = np.concatenate([t["store"].reshape(-1, t["store"].shape[-1]) for t in fit])
     std = y.std(0)
     dec = Decoder(tcfg.dim, y.shape[1], y.mean(0), np.where(std < 1e-3, 1.0, std))
-    transition = model.transition
+    base = model.transition
+    if args.hidden:
+        from dataclasses import replace
+
+        from cwm.model.transition import TransH
+
+        tcfg = replace(tcfg, hidden=args.hidden)
+        base = TransH(tcfg)
+    transition = state_dependent(base) if args.state_dependent else base
     transition.train()
     opt = torch.optim.Adam(list(transition.parameters()) + list(dec.net.parameters()), lr=3e-3)
     before = {"fit": errors(transition, dec, fit, tcfg), "heldout": errors(transition, dec, held, tcfg)}
@@ -152,8 +193,13 @@ def main(argv=None) -> int:
             by_family[fam] = {"fit": errors(transition, dec, f_fit, tcfg), "heldout": errors(transition, dec, f_held, tcfg)}
     print(f"before {before}\nafter {after}")
     zoo = zoo_ranking(model, transition, dec, tcfg, args)
-    write_json(str(args.out), {
-        "benchmark": "transition_corpus", "date": time.strftime("%Y-%m-%d"), "host": platform.machine(),
+    name = "transition_corpus" + ("_state" if args.state_dependent else "")
+    name += f"_h{args.hidden}" if args.hidden else ""
+    out = args.out or str(ROOT / "bench" / "results" / f"{name}.json")
+    write_json(out, {
+        "benchmark": "transition_corpus", "state_dependent": bool(args.state_dependent),
+        "transition": {"hidden": tcfg.hidden, "dim": tcfg.dim, "init": "fresh" if args.hidden else "shipped"},
+        "date": time.strftime("%Y-%m-%d"), "host": platform.machine(),
         "workloads": {"fit": len(fit), "heldout": len(held)},
         "trajectories": int(sum(len(t["store"]) for t in tasks)), "epochs": len(history), "loss": history,
         "decoder_error_before": before, "decoder_error_after": after, "by_family": by_family, "zoo": zoo,
