@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from cwm.corpus.generator import GeneratedWorkload, _channels, _hidden, _pick, _seq, _spatial
+from cwm.corpus.generator import GeneratedWorkload, _channels, _hidden, _pick, _seq, _spatial, distinct
 
 BLOCKS = ("conv", "depthwise", "mlp", "attention", "norm", "pool")
 
@@ -102,22 +102,16 @@ def block_tasks(kind: str, p: dict, target=None) -> list:
 def generate_blocks(n: int, seed: int = 0, exclude: set[str] = frozenset(), target=None, max_blocks=None):
     """``n`` block-derived workloads of distinct structure, none in ``exclude``."""
     rng = np.random.default_rng([seed, 1])
-    seen, made, blocks = set(exclude), 0, 0
-    max_blocks = max_blocks or 20 * n
-    while made < n:
-        if blocks >= max_blocks:
-            raise RuntimeError(f"only {made} distinct block tasks from {blocks} blocks (seed {seed})")
-        kind = BLOCKS[blocks % len(BLOCKS)]
-        blocks += 1
+
+    def draw(i):
+        kind = BLOCKS[i % len(BLOCKS)]
         params = _block_params(kind, rng)
         try:
             tasks = block_tasks(kind, params, target)
         except Exception:  # noqa: BLE001 - a shape the importer or topi rejects
-            continue
-        for task in tasks:
-            if task.key in seen or made >= n:
-                continue
-            seen.add(task.key)
-            made += 1
-            yield GeneratedWorkload(f"block_{kind}_{task.name}_{task.key[:6]}", f"block_{kind}",
-                                    {**params, "task": task.name}, task.mod)
+            return []
+        return [GeneratedWorkload(f"block_{kind}_{t.name}_{t.key[:6]}", f"block_{kind}", {**params, "task": t.name},
+                                  t.mod) for t in tasks]
+
+    if n > 0:
+        yield from distinct(n, draw, exclude, max_blocks or 20 * n, f"block tasks (seed {seed})")

@@ -150,26 +150,37 @@ def heldout_keys(dataset_root) -> set[str]:
     return set(DatasetLoader(dataset_root).task_keys("test"))
 
 
-def generate(n: int, seed: int = 0, exclude: set[str] = frozenset(), families=FAMILIES, max_draws: int | None = None):
-    """``n`` workloads of distinct structure, round-robin over ``families``, none in ``exclude``."""
+def distinct(n: int, draw, exclude: set[str] = frozenset(), max_draws: int = 1000, what: str = "workloads"):
+    """The first ``n`` workloads of distinct structural hash, none in ``exclude``, from
+    ``draw(i)`` (the i-th draw: a list of :class:`GeneratedWorkload`, empty where the shape was
+    rejected); ``RuntimeError`` after ``max_draws`` draws without ``n``."""
     from cwm.frontends.tasks import task_key
 
+    seen, made = set(exclude), 0
+    for i in range(max_draws):
+        for w in draw(i):
+            key = task_key(w.mod)
+            if key in seen:
+                continue
+            seen.add(key)
+            made += 1
+            yield w
+            if made == n:
+                return
+    raise RuntimeError(f"only {made} distinct {what} in {max_draws} draws; widen the ranges")
+
+
+def generate(n: int, seed: int = 0, exclude: set[str] = frozenset(), families=FAMILIES, max_draws: int | None = None):
+    """``n`` workloads of distinct structure, round-robin over ``families``, none in ``exclude``."""
     rng = np.random.default_rng(seed)
-    seen, made, draws = set(exclude), 0, 0
-    max_draws = max_draws or 50 * n
-    while made < n:
-        if draws >= max_draws:
-            raise RuntimeError(f"only {made} distinct workloads in {draws} draws (seed {seed}); widen the ranges")
-        family = families[draws % len(families)]
-        draws += 1
+
+    def draw(i):
+        family = families[i % len(families)]
         params = _params(family, rng)
         try:
-            mod = build(family, params)
+            return [GeneratedWorkload(_name(family, params), family, params, build(family, params))]
         except Exception:  # noqa: BLE001 - a shape topi rejects (e.g. a kernel larger than the input)
-            continue
-        key = task_key(mod)
-        if key in seen:
-            continue
-        seen.add(key)
-        made += 1
-        yield GeneratedWorkload(_name(family, params), family, params, mod)
+            return []
+
+    if n > 0:
+        yield from distinct(n, draw, exclude, max_draws or 50 * n, f"workloads (seed {seed})")
