@@ -217,7 +217,7 @@ def zoo_ranking(model, transition, dec, tcfg, args) -> dict:
     from cwm.dataset.loader import DatasetLoader
     from cwm.model import default_model_dir
     from cwm.model.probe import cross_validate
-    from cwm.model.probe_features import model_fingerprint, task_representations
+    from cwm.model.probe_features import model_fingerprint, probe_subset, task_representations
     from cwm.model.ranker import RankerConfig
     from cwm.model.transition import tensors
 
@@ -229,10 +229,7 @@ def zoo_ranking(model, transition, dec, tcfg, args) -> dict:
         arrays = task_representations(loader, model, key, target, args.probe_cache, fingerprint, 64, args.seed)
         if arrays is None:
             continue
-        trajs = loader.trajectories(key)
-        if len(trajs) > 64:  # the probe's seeded subset, reproduced
-            keep = np.sort(np.random.default_rng([args.seed, len(trajs)]).choice(len(trajs), 64, replace=False))
-            trajs = [trajs[i] for i in keep]
+        trajs = probe_subset(loader.trajectories(key), 64, args.seed)  # the candidates the cache holds
         fb = native.featurize_batch([t.trace for t in trajs])
         kind, hashed, small, numbers = tensors(fb, tcfg)
         with torch.no_grad():

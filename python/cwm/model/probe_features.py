@@ -58,6 +58,14 @@ def _per_store(loader, key, workload, trajs, target) -> tuple[np.ndarray, np.nda
     return out, np.array(ok)
 
 
+def probe_subset(trajs: list, max_candidates: int | None, seed: int) -> list:
+    """The probe's seeded subset of a task's candidates (all of them when there are few enough)."""
+    if not max_candidates or len(trajs) <= max_candidates:
+        return trajs
+    keep = np.sort(np.random.default_rng([seed, len(trajs)]).choice(len(trajs), max_candidates, replace=False))
+    return [trajs[i] for i in keep]
+
+
 def task_representations(loader, model, key: str, target, cache_dir, fingerprint: str,
                          max_candidates: int | None = None, seed: int = 0) -> dict | None:
     """The arrays above for one task (from the cache when present); ``None`` if < 2 valid latencies.
@@ -72,10 +80,7 @@ def task_representations(loader, model, key: str, target, cache_dir, fingerprint
     if path.is_file():
         with np.load(path, allow_pickle=False) as f:
             return {k: f[k] for k in f.files}
-    trajs = loader.trajectories(key)
-    if max_candidates and len(trajs) > max_candidates:
-        keep = np.sort(np.random.default_rng([seed, len(trajs)]).choice(len(trajs), max_candidates, replace=False))
-        trajs = [trajs[i] for i in keep]
+    trajs = probe_subset(loader.trajectories(key), max_candidates, seed)
     lat = np.array([t.latency if t.latency is not None else np.inf for t in trajs], np.float64)
     if np.isfinite(lat).sum() < 2:
         return None
