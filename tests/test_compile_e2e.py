@@ -49,8 +49,8 @@ def test_tuned_model_matches_onnxruntime(compiled, tiny_onnx, x):
     assert [t["name"] for t in report["tasks"]] == ["fused_matmul_add1", "reshape", "fused_conv2d_add_relu"]
     assert report["new_records"] >= 2 * TRIALS and report["reused_records"] == 0
     assert report["scheduled_functions"] >= 2 and report["param_mode"] == "lifted"
-    assert set(report["pass_seconds"]) == {"cwm-import", "cwm-keep-nan", "cwm-partition", "cwm-tune", "cwm-apply-db",
-                                           "cwm-build"}
+    assert set(report["pass_seconds"]) == {"cwm-import", "cwm-keep-nan", "cwm-bool-ops", "cwm-partition", "cwm-tune",
+                                           "cwm-apply-db", "cwm-build"}
     assert os.path.getsize(os.path.join(work_dir, "database_tuning_record.json")) > 0
 
 

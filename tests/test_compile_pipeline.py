@@ -45,7 +45,7 @@ def test_parse_types_whitespace_and_named_pipelines():
 
 
 @pytest.mark.parametrize("text, needle", [
-    ("cwm-import,cwm-fuse,cwm-build", "unknown pass 'cwm-fuse'; registered passes: cwm-import, cwm-keep-nan, "
+    ("cwm-import,cwm-fuse,cwm-build", "unknown pass 'cwm-fuse'; registered passes: cwm-import, cwm-keep-nan, cwm-bool-ops, "
                                       "cwm-partition, cwm-tune, cwm-apply-db, cwm-build"),
     ("cwm-import,cwm-partition,cwm-tune{trails=8}", "pass 'cwm-tune' has no option 'trails'; its options: "
                                                     "trials, cost-model, seed"),
@@ -103,12 +103,13 @@ def test_instruments_timing_dump_print_after(tiny_onnx, tmp_path):
     state = cc.run_pipeline(tiny_onnx, pipeline="no-tune", dump_ir=tmp_path / "ir", print_after=("cwm-partition",),
                             instruments=(everything, cc.PrintAfter(["cwm-import"], stream=stream)),
                             work_dir=tmp_path / "wd")
-    assert state.ran == ["cwm-import", "cwm-keep-nan", "cwm-partition", "cwm-build"]
-    assert list(state.pass_seconds) == ["cwm-import", "cwm-keep-nan", "cwm-partition", "cwm-build"]
+    assert state.ran == ["cwm-import", "cwm-keep-nan", "cwm-bool-ops", "cwm-partition", "cwm-build"]
+    assert list(state.pass_seconds) == ["cwm-import", "cwm-keep-nan", "cwm-bool-ops", "cwm-partition", "cwm-build"]
     assert all(s >= 0 for s in state.pass_seconds.values())
     names = sorted(p.name for p in (tmp_path / "ir").iterdir())
-    assert names == ["000_cwm-import.py", "001_cwm-keep-nan.py", "002_cwm-partition.py", "003_cwm-build.py"]
-    partitioned = (tmp_path / "ir" / "002_cwm-partition.py").read_text()
+    assert names == ["000_cwm-import.py", "001_cwm-keep-nan.py", "002_cwm-bool-ops.py", "003_cwm-partition.py",
+                     "004_cwm-build.py"]
+    partitioned = (tmp_path / "ir" / "003_cwm-partition.py").read_text()
     assert "fused_conv2d_add_relu" in partitioned and "main_transform_params" in partitioned
     assert "R.nn.conv2d" in (tmp_path / "ir" / "000_cwm-import.py").read_text()
     assert "IR after cwm-import" in stream.getvalue()

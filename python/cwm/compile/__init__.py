@@ -1,7 +1,7 @@
 """``cwm.compile``: a model (ONNX, torch, Relax) -> a tuned, callable, exportable compiled model.
 
 ``cwm.compile(model, target="llvm", trials_per_task=64, cost_model="cwm", ...)`` runs a pipeline
-of named passes (``cwm-import,cwm-keep-nan,cwm-partition,cwm-tune,cwm-apply-db,cwm-build``) on
+of named passes (``cwm-import,cwm-keep-nan,cwm-bool-ops,cwm-partition,cwm-tune,cwm-apply-db,cwm-build``) on
 TVM's pass infrastructure and returns a :class:`CompiledModel`; ``cwm.load(dir)`` reads one back that
 ``CompiledModel.export(dir)`` wrote. See docs/compile.md.
 
@@ -27,7 +27,7 @@ _EXPORTS = {
     "Timing": "instruments", "DumpIR": "instruments", "PrintAfter": "instruments",
     "CompileError": "errors", "PipelineError": "errors", "ArtifactError": "errors", "InputError": "errors",
     "InvalidModelError": "errors", "InputShapeError": "errors",
-    "WorkDirBusyError": "errors", "DatabaseError": "errors",
+    "WorkDirBusyError": "errors", "DatabaseError": "errors", "BuildError": "errors",
 }
 
 __all__, __getattr__, __dir__ = lazy_exports(__name__, _EXPORTS)

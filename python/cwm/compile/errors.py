@@ -43,3 +43,20 @@ class WorkDirBusyError(CompileError):
 
 class DatabaseError(CompileError):
     """The work dir's tuning database cannot be read or repaired; the message names the file."""
+
+
+class BuildError(CompileError):
+    """Legalizing or building one function failed (:mod:`cwm.compile.failure_origin`). The message
+    names the pass, the TIR function, the Relax bindings that call it, the Relax op(s) it came from,
+    the frontend node ("unknown" when the importer kept none) and one line of TVM's message, in at
+    most 4 lines; ``cli`` is the same on one line (``cwm compile``). TVM's exception is ``tvm_error``
+    and ``__cause__``. The parts are attributes too: ``pass_name``, ``function``, ``callers``,
+    ``ops``, ``node``, ``tvm_message``."""
+
+    def __init__(self, message: str, pass_name: str = "", function: str | None = None, callers: tuple = (),
+                 ops: tuple = (), node: str | None = None, tvm_message: str = "",
+                 tvm_error: BaseException | None = None):
+        super().__init__(message)
+        self.pass_name, self.function, self.callers = pass_name, function, tuple(callers)
+        self.ops, self.node, self.tvm_message, self.tvm_error = tuple(ops), node, tvm_message, tvm_error
+        self.cli = "; ".join(line.strip() for line in message.splitlines() if line.strip())

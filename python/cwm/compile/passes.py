@@ -6,6 +6,9 @@ pass               options (type, default)              does
 ``cwm-import``     --                                   model -> Relax module (weights detached)
 ``cwm-keep-nan``   ``enabled`` (bool)                   relu / clip / max / min keep NaN
                                                         (:mod:`cwm.compile.keep_nan`)
+``cwm-bool-ops``   --                                   comparisons / arithmetic on bool tensors
+                                                        as uint8 / int32 ops that TVM can build
+                                                        (:mod:`cwm.compile.bool_ops`)
 ``cwm-partition``  ``lift-params`` (bool, true)         lift weight-only work into
                                                         ``main_transform_params``, legalize,
                                                         fuse, extract ``main``'s tasks
@@ -205,6 +208,17 @@ def _keep_nan(state, mod, options):
     return out
 
 
+@register_pass("cwm-bool-ops", requires=("cwm-import",), before=("cwm-partition",))
+def _bool_ops(state, mod, options):
+    """Rewrite comparisons and arithmetic on bool tensors (the causal masks of LLaMA-family
+    decoders) into uint8/int32 ops that TVM's LLVM codegen can build
+    (:mod:`cwm.compile.bool_ops`; a workaround for TVM 0.27, checked by tests/test_bool_ops.py)."""
+    from cwm.compile.bool_ops import rewrite_bool_ops
+
+    out, _counts = rewrite_bool_ops(mod)
+    return out
+
+
 @register_pass("cwm-partition", options=(Option("lift-params", bool, True,
                                                 "move weight-only computations into main_transform_params"),),
                requires=("cwm-import",))
@@ -220,7 +234,15 @@ def _partition(state, mod, options):
     if state.params and options["lift_params"]:
         mod = relax.transform.LiftTransformParams()(mod)
         state.param_mode = "lifted"
-    fused = fuse(mod, state.target)
+    state.legalize_input = mod  # what fuse() legalizes: cwm-build names the ops a failing function came from
+    try:
+        fused = fuse(mod, state.target)
+    except CompileError:
+        raise
+    except Exception as error:  # noqa: BLE001 - TVM's error, named by its op (cwm.compile.failure_origin)
+        from cwm.compile.failure_origin import legalize_failure
+
+        raise legalize_failure(error, mod, state.target, "cwm-partition") from error
     main_only = tvm.IRModule({gv: f for gv, f in fused.functions_items()
                               if gv.name_hint != "main_transform_params"})
     main_only = relax.transform.DeadCodeElimination(["main"])(main_only)
@@ -272,22 +294,33 @@ def _apply_db(state, mod, options):
 def _build(state, mod, options):
     """Build the module for the target: ``tvm.compile`` for llvm, ``cwm.targets.cuda.build_cuda``
     for cuda. The executable goes to ``state.executable``; the module passes through."""
-    state.executable, state.builder_name, state.build_info = build(mod, state.target)
+    state.executable, state.builder_name, state.build_info = build(mod, state.target,
+                                                                   state.legalize_input)
     return mod
 
 
-def build(mod, target):
+def build(mod, target, source=None):
     """``(executable, builder name, build info dict)`` of the Relax module ``mod`` for ``target``.
 
     llvm: ``tvm.compile`` (functions without a tuned schedule are lowered unscheduled, which is
     valid on a CPU). cuda: :func:`cwm.targets.cuda.build_cuda`, which embeds real device code
     (nvcc) and gives every function without a schedule TVM's default GPU schedule (DLight).
+    An llvm build that fails raises :class:`~cwm.compile.errors.BuildError` naming the TIR
+    function, its Relax callers and ops (``source``: the module before legalization, for the op
+    names; :mod:`cwm.compile.failure_origin`).
     """
     kind = target.kind.name
     if kind == "llvm":
         import tvm
 
-        return tvm.compile(mod, target=target), "tvm.compile", {}
+        try:
+            return tvm.compile(mod, target=target), "tvm.compile", {}
+        except CompileError:
+            raise
+        except Exception as error:  # noqa: BLE001 - TVM's error, named by its function (failure_origin)
+            from cwm.compile.failure_origin import build_failure
+
+            raise build_failure(error, mod, target, "cwm-build", source) from error
     if kind == "cuda":
         try:
             from cwm.targets.cuda import build_cuda

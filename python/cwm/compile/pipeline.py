@@ -26,11 +26,11 @@ _VALUE = re.compile(r"[^,{}=\s]+\Z")
 
 #: Named pipelines.
 PIPELINES = {
-    "default": "cwm-import,cwm-keep-nan,cwm-partition,cwm-tune,cwm-apply-db,cwm-build",
+    "default": "cwm-import,cwm-keep-nan,cwm-bool-ops,cwm-partition,cwm-tune,cwm-apply-db,cwm-build",
     # default schedules only (llvm: TVM's unscheduled lowering), no measurement
-    "no-tune": "cwm-import,cwm-keep-nan,cwm-partition,cwm-build",
+    "no-tune": "cwm-import,cwm-keep-nan,cwm-bool-ops,cwm-partition,cwm-build",
     # the best schedules already in work_dir's database, no measurement
-    "from-db": "cwm-import,cwm-keep-nan,cwm-partition,cwm-apply-db,cwm-build",
+    "from-db": "cwm-import,cwm-keep-nan,cwm-bool-ops,cwm-partition,cwm-apply-db,cwm-build",
 }
 
 
@@ -124,7 +124,7 @@ class Pipeline:
                 except BaseException as raised:  # noqa: BLE001 - re-raise the pass's own exception
                     original, state.error = state.error, None
                     if original is not None and original is not raised:
-                        raise original from None
+                        raise original from original.__cause__  # keep what the pass chained (TVM's error under a BuildError)
                     raise
         return state
 

@@ -37,6 +37,9 @@ class CompileState:
     frontend: str = ""
     #: the fused module before tuned schedules were applied (the untuned baseline)
     fused: Any = None
+    #: the module cwm-partition legalized (so a failing build can name the Relax ops of a function,
+    #: :mod:`cwm.compile.failure_origin`)
+    legalize_input: Any = None
     #: MetaSchedule ``ExtractedTask`` list of ``main`` (cwm-partition)
     tasks: list = field(default_factory=list)
     #: the MetaSchedule database holding the tuning records (cwm-tune / cwm-apply-db)
