@@ -1,7 +1,7 @@
 """Model zoo, importers, numerics and task extraction (~20 s on 2 cores).
 
 Only ResNet-18 (full size) and a 2-layer GPT-2 (``small=True``, same class) are imported,
-compiled and run here; all seven full networks are covered by ``tools/zoo_report.py``
+compiled and run here; all eight full networks are covered by ``tools/zoo_report.py``
 (~7 minutes), whose results are in docs/zoo.md.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ import pytest
 
 from cwm.frontends import UnsupportedOpError, importers, numerics, tasks, zoo
 
-EXPECTED = ["resnet18", "resnet50", "mobilenet_v2", "bert_base", "gpt2", "opt_125m", "vit_b16"]
+EXPECTED = ["resnet18", "resnet50", "mobilenet_v2", "bert_base", "gpt2", "opt_125m", "vit_b16", "llama_100m"]
 
 
 @pytest.fixture(scope="module")
@@ -39,8 +39,9 @@ def resnet18_tasks(resnet18_onnx, target):
     return tasks.extract_tasks(resnet18_onnx, target, network="resnet18")
 
 
-def test_registry_lists_exactly_the_seven_networks():
+def test_registry_lists_exactly_the_eight_networks():
     assert list(zoo.NETWORKS) == EXPECTED
+    assert list(zoo.DATASET_NETWORKS) == EXPECTED[:7]
     for name, spec in zoo.NETWORKS.items():
         assert spec.name == name
         x = spec.make_input()

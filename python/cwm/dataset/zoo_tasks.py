@@ -13,12 +13,13 @@ HELDOUT_NETWORKS = ("mobilenet_v2", "opt_125m")
 
 
 def register_zoo_tasks(root, networks=None, cache_dir: str | None = None) -> str:
-    """Extract (cached) and register the tasks of ``networks`` (default: the whole zoo)."""
+    """Extract (cached) and register the tasks of ``networks`` (default: the dataset's networks,
+    :data:`cwm.frontends.zoo.DATASET_NETWORKS`)."""
     from cwm.dataset.store import DatasetStore, register_task
     from cwm.frontends.tasks import zoo_tasks
-    from cwm.frontends.zoo import NETWORKS
+    from cwm.frontends.zoo import DATASET_NETWORKS
 
-    names = list(networks or NETWORKS)
+    names = list(networks or DATASET_NETWORKS)
     table = zoo_tasks(names, cache_dir=cache_dir)
     store = DatasetStore(root)
     for t in table:

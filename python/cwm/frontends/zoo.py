@@ -37,6 +37,7 @@ class NetworkSpec:
     input_shape: tuple
     input_dtype: str
     ones_mask: bool = False           # pass attention_mask=ones_like(x) (see GPT-2 below)
+    onnx_dynamo: bool = False         # export ONNX with torch.export (dynamo=True, needs onnxscript)
 
     @property
     def is_text(self) -> bool:
@@ -91,6 +92,9 @@ def _cfg(class_name: str, full: dict, small: dict) -> Callable[[bool], object]:
     return make
 
 
+_LLAMA_100M = dict(vocab_size=32000, hidden_size=768, intermediate_size=2048, num_hidden_layers=12,
+                   num_attention_heads=12, num_key_value_heads=4, max_position_embeddings=2048)
+
 _TEXT_SMALL = dict(num_hidden_layers=2, hidden_size=128, num_attention_heads=2,
                    intermediate_size=512)
 
@@ -131,10 +135,23 @@ _SPECS = [
     NetworkSpec("vit_b16", "ViTModel(ViTConfig()), 224x224, patch 16",
                 _cfg("ViTConfig", {}, _TEXT_SMALL),
                 "ViTModel", "pixel_values", IMAGE_SHAPE, "float32"),
+    # A LLaMA-style decoder of 100.1M parameters (grouped-query attention, rotary embeddings,
+    # SwiGLU), called without a mask as users call it: its causal mask compares bool tensors
+    # (cwm.compile.bool_ops), and its packed-sequence check uses aten::diff, which only the
+    # dynamo ONNX exporter handles.
+    NetworkSpec("llama_100m", "LlamaModel(LlamaConfig(" + ", ".join(
+                    f"{k}={v}" for k, v in _LLAMA_100M.items()) + ")), seq 128",
+                _cfg("LlamaConfig", _LLAMA_100M, dict(_LLAMA_100M, num_hidden_layers=2, hidden_size=128,
+                                                      intermediate_size=256, num_attention_heads=4,
+                                                      num_key_value_heads=2, vocab_size=1000)),
+                "LlamaModel", "input_ids", SEQ_SHAPE, "int64", onnx_dynamo=True),
 ]
 
 #: name -> :class:`NetworkSpec`, in a fixed order.
 NETWORKS: dict[str, NetworkSpec] = {spec.name: spec for spec in _SPECS}
+#: the networks whose tasks make the measured dataset and its train/test split (issue #3); a
+#: network added to the zoo later does not change them
+DATASET_NETWORKS = ("resnet18", "resnet50", "mobilenet_v2", "bert_base", "gpt2", "opt_125m", "vit_b16")
 
 
 def get(name: str) -> NetworkSpec:
@@ -155,6 +172,8 @@ def fingerprint(name: str, small: bool = False) -> str:
     text = "|".join(map(str, (spec.how, spec.model_class, spec.config(small).to_json_string(),
                               spec.input_shape, spec.input_dtype, spec.ones_mask, OPSET, SEED,
                               TOKEN_HIGH, version("torch"), version("transformers"))))
+    if spec.onnx_dynamo:  # appended only here, so the other networks keep their cached files
+        text += "|dynamo"
     return hashlib.sha1(text.encode()).hexdigest()[:8]
 
 
@@ -167,7 +186,8 @@ def build_torch(name: str, small: bool = False):
 
 
 def to_onnx(name: str, path: str, small: bool = False) -> str:
-    """Export ``name`` to ``path`` (opset 17, ``dynamo=False``); input named ``spec.input_name``."""
+    """Export ``name`` to ``path`` (opset 17, ``dynamo=False``; a spec with ``onnx_dynamo``: opset 18
+    through :func:`cwm.frontends.onnx_export.export_onnx`); input named ``spec.input_name``."""
     import warnings
 
     import torch
@@ -175,6 +195,10 @@ def to_onnx(name: str, path: str, small: bool = False) -> str:
     spec = get(name)
     module, inputs = build_torch(name, small)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    if spec.onnx_dynamo:
+        from cwm.frontends.onnx_export import export_onnx
+
+        return str(export_onnx(module, inputs, path, input_names=[spec.input_name], output_names=[OUTPUT_NAME]))
     with warnings.catch_warnings(), torch.no_grad():  # the TorchScript exporter is deprecated
         warnings.simplefilter("ignore")
         torch.onnx.export(module, inputs, path, input_names=[spec.input_name],
