@@ -235,7 +235,7 @@ def _write(model, folder, destination) -> bytes:
 def _contiguous(array):
     import numpy as np
 
-    return np.ascontiguousarray(array)
+    return np.asarray(array, order="C")  # keeps 0-d arrays 0-d (ascontiguousarray makes them 1-d)
 
 
 def _json_default(value):

@@ -65,7 +65,7 @@ class CompiledModel:
                 raise CompileError(f"this model was compiled for {self.target.kind.name!r} and this machine has "
                                    "no such device; export() it and load it where there is one")
             vm = relax.VirtualMachine(self.executable, device)
-            weights = [tvm.runtime.tensor(np.ascontiguousarray(v), device) for v in self.params.values()]
+            weights = [tvm.runtime.tensor(np.asarray(v, order="C"), device) for v in self.params.values()]
             if self.param_mode == "lifted":
                 weights = list(vm["main_transform_params"](weights))
             self._vm, self._weights = vm, weights
@@ -205,4 +205,4 @@ def _as_array(value, spec) -> tuple:
     if array.dtype != np.dtype(spec.dtype):
         raise InputError(f"input {spec.name!r} has dtype {array.dtype}, the model expects {spec.dtype} "
                          f"({spec}); convert it, e.g. x.astype({spec.dtype!r})")
-    return np.ascontiguousarray(array), was_torch
+    return np.asarray(array, order="C"), was_torch  # keeps 0-d (ascontiguousarray makes it 1-d)

@@ -59,9 +59,9 @@ def from_onnx_model(model, shape_dict: dict, dtype_dict: dict | str = "float32",
     import tvm
     from tvm.relax.frontend.onnx import from_onnx
 
-    from cwm.frontends.onnx_fixes import fix_scalar_constant_of_shape
+    from cwm.frontends.onnx_fixes import fix_constant_initializers, fix_scalar_constant_of_shape
 
-    model = fix_scalar_constant_of_shape(model)
+    model = fix_scalar_constant_of_shape(fix_constant_initializers(model))
     try:
         with warnings.catch_warnings():  # the onnx checker's complaints are only warnings
             warnings.simplefilter("ignore")
