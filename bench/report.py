@@ -56,6 +56,13 @@ def _us(values) -> str:
     return f"{sum(xs) / len(xs):,.1f}" if xs else "n/a"
 
 
+def _head(title: str, script: str, r, details: str, speedup: str, parts) -> list[str]:
+    """How the tables of the resumable benchmarks start: ``**title** (`script`; machine; date[; PARTIAL]):
+    details``, then the sentence ``speedup: <parts>`` (the geomean speedups)."""
+    return [f"**{title}** (`{script}`; {r.get('machine')}; {r.get('date')}"
+            f"{'; PARTIAL' if r.get('partial') else ''}): {details}", "", f"{speedup}: " + ", ".join(parts), ""]
+
+
 def search_table(r) -> list[str]:
     """``bench/search.py``: final best latency of CWM vs the baselines, sample efficiency, wall time."""
     methods = r.get("methods") or ["cwm", "xgb", "xgb_pretrained", "random"]
@@ -66,13 +73,12 @@ def search_table(r) -> list[str]:
         s = spread.get(name) or {}
         rng = f" (per seed {s['min']:.2f}–{s['max']:.2f})" if s.get("min") is not None else ""
         parts.append(f"vs {name.removeprefix('cwm_vs_')} **{value:.2f}×**{rng}" if value else f"vs {name} n/a")
-    out = [f"**Search on held-out tasks** (`bench/search.py`; {r.get('machine')}; {r.get('date')}"
-           f"{'; PARTIAL' if r.get('partial') else ''}): {len(r.get('tasks', {}))} test tasks × seeds "
-           f"{r.get('seeds')} × {r.get('trials')} trials; each run's best candidate re-measured in one process, "
-           f"interleaved, median of {rm.get('repeats', '?')} rounds; µs = mean over seeds",
-           "", "Geomean speedup of CWM (baseline latency ÷ CWM latency, > 1: CWM faster): " + ", ".join(parts), "",
-           "| task | op | " + " | ".join(f"{m} µs" for m in methods) + " |",
-           "|---|---|" + "---|" * len(methods)]
+    out = _head("Search on held-out tasks", "bench/search.py", r,
+                f"{len(r.get('tasks', {}))} test tasks × seeds {r.get('seeds')} × {r.get('trials')} trials; each "
+                f"run's best candidate re-measured in one process, interleaved, median of {rm.get('repeats', '?')} "
+                "rounds; µs = mean over seeds",
+                "Geomean speedup of CWM (baseline latency ÷ CWM latency, > 1: CWM faster)", parts)
+    out += ["| task | op | " + " | ".join(f"{m} µs" for m in methods) + " |", "|---|---|" + "---|" * len(methods)]
     detail = r.get("task_detail") or {}
     for label, row in r.get("tasks", {}).items():
         name = label.split("/")[0]
@@ -111,14 +117,13 @@ def e2e_table(r) -> list[str]:
     for key, label in E2E_METHODS[1:]:
         value = geo.get(f"vs_{key}")
         parts.append(f"vs {label} **{value:.2f}×**" if value else f"vs {label} n/a")
-    out = [f"**End-to-end latency** (`bench/e2e.py`; {r.get('machine')}; {r.get('date')}"
-           f"{'; PARTIAL' if r.get('partial') else ''}): batch 1, ms, median of {r.get('runs')} interleaved rounds, "
-           f"{r.get('threads')} threads for every method; cwm and TVM MetaSchedule (XGB cost model) tuned for "
-           f"{r.get('trials_per_task')} trials per task; max rel err = max|y − y_PyTorch| / max|y_PyTorch| of cwm",
-           "", "Geomean speedup of cwm (other ÷ cwm latency, > 1: cwm faster): " + ", ".join(parts), "",
-           "| network | tasks | " + " | ".join(f"{label} ms" for _, label in E2E_METHODS)
-           + " | cwm tuning s | XGB tuning s | max rel err |",
-           "|---|---|" + "---|" * (len(E2E_METHODS) + 3)]
+    out = _head("End-to-end latency", "bench/e2e.py", r,
+                f"batch 1, ms, median of {r.get('runs')} interleaved rounds, {r.get('threads')} threads for every "
+                f"method; cwm and TVM MetaSchedule (XGB cost model) tuned for {r.get('trials_per_task')} trials per "
+                "task; max rel err = max|y − y_PyTorch| / max|y_PyTorch| of cwm",
+                "Geomean speedup of cwm (other ÷ cwm latency, > 1: cwm faster)", parts)
+    out += ["| network | tasks | " + " | ".join(f"{label} ms" for _, label in E2E_METHODS)
+            + " | cwm tuning s | XGB tuning s | max rel err |", "|---|---|" + "---|" * (len(E2E_METHODS) + 3)]
 
     def ms(row, key):
         value = row.get(f"{key}_ms")
@@ -135,6 +140,12 @@ def e2e_table(r) -> list[str]:
                    + " | ".join(ms(row, key) for key, _ in E2E_METHODS)
                    + f" | {secs(row.get('tuning_s'))} | {secs(row.get('tvm_ms_xgb_tuning_s'))} | "
                    + (f"{err:.1e}" if err is not None else "n/a") + " |")
+    days = sorted({row["measured_at"][:10] for row in (r.get("networks") or {}).values() if row.get("measured_at")})
+    if len(days) > 1:  # a network added later was measured in a run of its own, on the same host kind
+        out += ["", "Measured on " + ", ".join(
+            f"{day} ({', '.join(n for n, row in r['networks'].items() if (row.get('measured_at') or '')[:10] == day)})"
+            for day in days) + "; each network's methods are timed side by side in one run, so its ratios "
+            "hold, while the geomean spans the runs."]
     failed = {net: e for net, row in (r.get("networks") or {}).items()
               for k, e in (row.get("errors") or {}).items() if k == "torch_compile"}
     if failed:

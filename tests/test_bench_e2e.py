@@ -3,6 +3,7 @@ compile and timing functions (no TVM tuning, no torch), tuning time summed over 
 README renderer of bench/report.py."""
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import json
 import math
@@ -28,6 +29,14 @@ def e2e():
 @pytest.fixture(scope="module")
 def report():
     return _load("bench_report", "report.py")
+
+
+@pytest.fixture()
+def no_onnx_export(e2e, monkeypatch):
+    """The measure job (bench/e2e_measure.py, imported by bench/e2e.py) gets onnxruntime's ONNX
+    path without exporting the network."""
+    measure = importlib.import_module("e2e_measure")  # bench/ is on sys.path once e2e.py is loaded
+    monkeypatch.setattr(measure, "network_onnx", lambda net, cache: str(Path(cache) / f"{net}.onnx"))
 
 
 # ------------------------------------------------------------------ helpers
@@ -148,8 +157,7 @@ def _main(e2e, tmp_path, compile_fn, measure_fn, *extra, model=MODEL):
     return e2e.main(argv, compile_fn=compile_fn, measure_fn=measure_fn, model=model)
 
 
-def test_resume_and_report(e2e, tmp_path, monkeypatch):
-    monkeypatch.setattr(e2e, "network_onnx", lambda net, cache: str(Path(cache) / f"{net}.onnx"))
+def test_resume_and_report(e2e, tmp_path, no_onnx_export):
     ckpt = tmp_path / "e2e_runs.jsonl"
     # session 1: resnet18 compiles + measure, then gpt2's cwm compile is "killed" mid-tuning
     comp, meas = FakeCompile(fail_on={("gpt2", "cwm")}), FakeMeasure()
@@ -206,8 +214,7 @@ def test_resume_and_report(e2e, tmp_path, monkeypatch):
         _main(e2e, tmp_path, comp3, meas3, model={**MODEL, "prior_sha256": "other"})
 
 
-def test_methods_subset_and_max_jobs(e2e, tmp_path, monkeypatch):
-    monkeypatch.setattr(e2e, "network_onnx", lambda net, cache: str(Path(cache) / f"{net}.onnx"))
+def test_methods_subset_and_max_jobs(e2e, tmp_path, no_onnx_export):
     comp, meas = FakeCompile(), FakeMeasure()
     assert _main(e2e, tmp_path, comp, meas, "--methods", "torch_eager,onnxruntime", "--max-jobs", "1",
                  model=None) == 1
