@@ -36,7 +36,7 @@ def import_tvm(runtime_only: bool, smoke: bool = False):
     info = {"tvm": getattr(tvm, "__version__", "?"), "runtime_only": bool(getattr(tvm.base, "_RUNTIME_ONLY", False))}
     if tvm_ffi.get_global_func("ffi.Module.load_from_bytes.cuda", allow_missing=True) is None:
         if smoke:
-            from cwm.targets.cuda import _ensure_runtime
+            from cwm.cuda_toolchain import _ensure_runtime
 
             info["cuda_runtime_loaded_by_hand"] = _ensure_runtime()
         else:

@@ -62,7 +62,7 @@ def main(argv=None):
     from cwm.model.baselines.ms_xgb import MsXgbBaseline
     from cwm.model.transition import numpy_weights, rollout_numpy
     from cwm.model.world_model import WorldModel
-    from cwm.tuning.target import host_target
+    from cwm.target_spec import host_target
 
     recs = [json.loads(line) for line in gzip.open(DATA, "rt")]
     recs = [r for r in recs if r["workload"] == WORKLOAD and r["source"] == "tuning"]

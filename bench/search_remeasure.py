@@ -33,7 +33,7 @@ def remeasure(workload, candidates: dict, repeats: int = 20, min_repeat_ms: floa
     """Re-measure ``{cid: trace}`` in this process, interleaved; ``{cid: {median_us, ...}}``.
 
     Each candidate is built (``tvm.driver.build``, as MetaSchedule's builder, for
-    :func:`cwm.tuning.target.host_target`) and gets its own arguments (random floats, zero
+    :func:`cwm.target_spec.host_target`) and gets its own arguments (random floats, zero
     integers). Its ``number`` (runs per sample) is calibrated once so that one sample lasts
     ``min_repeat_ms``. Then ``repeats`` rounds: each round takes one sample of every candidate,
     starting at a different candidate each round (no position always first). The result per
@@ -43,7 +43,7 @@ def remeasure(workload, candidates: dict, repeats: int = 20, min_repeat_ms: floa
     import tvm
 
     from cwm.tuning.pooled_runner import alloc_arguments
-    from cwm.tuning.target import host_target
+    from cwm.target_spec import host_target
 
     target, dev = host_target(), tvm.cpu(0)
     built, out = {}, {}

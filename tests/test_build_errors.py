@@ -105,7 +105,7 @@ def test_without_the_unlegalized_module_the_op_is_a_guess():
     import tvm
 
     from cwm.compile.passes import build
-    from cwm.tuning.relax_model import fuse
+    from cwm.partition import fuse
 
     target = tvm.target.Target("llvm")
     with pytest.raises(BuildError) as raised:

@@ -11,7 +11,7 @@ DATASET = Path(__file__).resolve().parents[1] / "data" / "dataset"
 
 def test_generator_is_seeded_distinct_and_excludes():
     from cwm.corpus.generator import FAMILIES, generate
-    from cwm.frontends.tasks import task_key
+    from cwm.workload_key import task_key
 
     first = [(w.name, task_key(w.mod)) for w in generate(22, seed=3)]
     assert first == [(w.name, task_key(w.mod)) for w in generate(22, seed=3)]
@@ -25,7 +25,7 @@ def test_generator_is_seeded_distinct_and_excludes():
 def test_no_generated_workload_is_a_heldout_task():
     """The check the corpus build makes, here on the committed dataset's held-out split."""
     from cwm.corpus.generator import generate, heldout_keys
-    from cwm.frontends.tasks import task_key
+    from cwm.workload_key import task_key
 
     held = heldout_keys(DATASET)
     assert len(held) > 30
@@ -64,7 +64,7 @@ def test_blocks_give_fused_network_tasks(tmp_path, tiny_dataset):
 
     from cwm.corpus.blocks import generate_blocks
     from cwm.corpus.build import build_corpus
-    from cwm.frontends.tasks import task_key
+    from cwm.workload_key import task_key
 
     made = list(generate_blocks(6, seed=0))
     assert len({task_key(w.mod) for w in made}) == 6

@@ -28,7 +28,7 @@ _PLAIN_BUILD = textwrap.dedent("""
     from tvm.s_tir import dlight as dl
     from cwm import workloads
     from cwm.targets.cuda import has_device_code
-    from cwm.tuning.target import resolve_target
+    from cwm.target_spec import resolve_target
     target = resolve_target("cuda")
     with target:
         mod = dl.ApplyDefaultSchedule(dl.gpu.Matmul(), dl.gpu.Fallback())(workloads.matmul(64))
@@ -159,8 +159,9 @@ def test_tuned_schedules_are_used_and_reported(tmp_path):
     from tvm.s_tir import meta_schedule as ms
 
     from cwm import workloads
+    from cwm.partition import fuse
     from cwm.targets.cuda import TUNED, build_cuda, cuda_target, has_device_code
-    from cwm.tuning.relax_model import apply_database, fuse
+    from cwm.tuning.relax_model import apply_database
 
     _quiet_ms_logs()
     target = cuda_target("cuda")

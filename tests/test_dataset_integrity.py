@@ -34,7 +34,7 @@ def _snapshot(root: Path) -> dict:
 
 
 def _verify_cli(root, capsys, *extra):
-    from cwm.dataset.cli import main
+    from cwm.dataset_cli import main
 
     rc = main(["verify", "--root", str(root), "--replay", "0", *extra])
     out = capsys.readouterr()
@@ -273,7 +273,7 @@ def _fake_tune_phase(always_duplicate: bool):
     """Stands in for MetaSchedule: measures ``n`` programs, the first of them already measured
     when the seed is the natural one (``cfg.seed + len(previous)``), as a real search re-seeded
     with its own best records can (seen on matmul_48 with 39 of 40 measured)."""
-    from cwm.dataset import collect
+    from cwm.tuning import collect
 
     calls = []
 

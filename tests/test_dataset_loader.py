@@ -9,7 +9,7 @@ from cwm.dataset.loader import DatasetLoader
 @pytest.fixture(scope="module")
 def small_dataset(tmp_path_factory):
     from cwm import workloads
-    from cwm.dataset.collect import CollectConfig, collect
+    from cwm.tuning.collect import CollectConfig, collect
     from cwm.dataset.store import DatasetStore, register_task
     from cwm.dataset.zoo_tasks import write_split
 

@@ -51,15 +51,16 @@ def test_cuda_builder_artifacts_hold_device_code(builder_kind):
     fatbin (sm_89 machine code + PTX), not CUDA source; no runner involved."""
     from tvm.s_tir.meta_schedule.builder import BuilderInput
 
-    from cwm.targets.cuda import build_in_worker, has_device_code
+    from cwm.target_spec import resolve_target
+    from cwm.targets.cuda import has_device_code
+    from cwm.tuning.pooled_builder import build_cuda_in_worker
     from cwm.tuning.settings import FastSettings
-    from cwm.tuning.target import resolve_target
     from cwm.tuning.tune import close_builder
 
     target = resolve_target("cuda")
     builder = FastSettings(builder_kind=builder_kind, builder_workers=2).builder(target)
     if builder_kind == "pooled":
-        assert builder.build_fn is build_in_worker
+        assert builder.build_fn is build_cuda_in_worker
     mods = _sampled_modules(workloads.matmul(64), target)
     try:
         results = builder.build([BuilderInput(m, target) for m in mods])
@@ -96,8 +97,8 @@ def test_builder_choice_for_llvm_and_so_export():
 @pytest.mark.skipif(not _no_local_gpu(), reason="this machine has a GPU: cuda tuning measures locally")
 def test_cuda_tune_without_gpu_or_runner_is_a_clear_error(tmp_path, capsys):
     import cwm
+    from cwm.target_spec import resolve_target
     from cwm.tuning.cli import main
-    from cwm.tuning.target import resolve_target
     from cwm.tuning.tune import NoLocalGPU, check_local_device
 
     with pytest.raises(NoLocalGPU, match=r"no local GPU was found.*--rpc HOST:PORT:KEY"):

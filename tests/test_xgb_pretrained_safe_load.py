@@ -95,17 +95,17 @@ def test_malicious_pretrained_xgb_file_is_refused_by_cwm_tune(tmp_path, capsys):
 
 def test_malicious_file_is_refused_by_every_loader(tmp_path):
     from cwm.cost_model.xgb_pretrained import XGBModelFileError, load_pretrained_xgb, make_xgb_model
-    from cwm.tuning.tune import make_cost_model
+    from cwm.cost_model import create
 
     marker = tmp_path / "pwned"
     evil = _malicious_tar(tmp_path / "evil.tar", marker)
     with pytest.raises(XGBModelFileError, match="refuses it"):
         load_pretrained_xgb(evil)
     with pytest.raises(XGBModelFileError):
-        make_cost_model("xgb-pretrained", 1, pretrained_xgb=evil)
+        create("xgb-pretrained", 1, pretrained_xgb=evil)
     # the XGB models' own load() (called through TVM's FFI, which turns the error into a RuntimeError)
     with pytest.raises(Exception, match="refuses it"):
-        make_cost_model("xgb", 1).load(evil)
+        create("xgb", 1).load(evil)
     with pytest.raises(Exception, match="refuses it"):
         make_xgb_model().load(evil)
     assert not marker.exists()

@@ -123,12 +123,12 @@ def test_zoo_tasks_dedups_and_caches(resnet18_tasks, target, cache_dir):
 
     from cwm.frontends import task_cache
 
-    first = tasks.zoo_tasks(["resnet18", "resnet18"], target, cache_dir=cache_dir)
+    first = task_cache.zoo_tasks(["resnet18", "resnet18"], target, cache_dir=cache_dir)
     assert first.networks == ["resnet18"]
     assert {t.key for t in first} == {t.key for t in resnet18_tasks}
     assert os.path.exists(task_cache.path("resnet18", cache_dir))
     start = time.perf_counter()
-    second = tasks.zoo_tasks(["resnet18"], target, cache_dir=cache_dir)
+    second = task_cache.zoo_tasks(["resnet18"], target, cache_dir=cache_dir)
     assert time.perf_counter() - start < 5.0
     assert [(t.key, t.name, t.weight) for t in second] == [(t.key, t.name, t.weight) for t in first]
     # a cache written for another target is ignored

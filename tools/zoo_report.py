@@ -84,7 +84,7 @@ def run_path(name: str, via: str, cache_dir: str, numerics_on: bool, target) -> 
 def worker(name: str, cache_dir: str, numerics_on: bool) -> None:
     import cwm  # noqa: F401  (TVMScript speed fix)
     from cwm.frontends import zoo
-    from cwm.tuning import host_target
+    from cwm.target_spec import host_target
 
     target = host_target()
     result = {"network": name, "how": zoo.get(name).how, "target": str(target)}
@@ -140,7 +140,7 @@ def render(results: list, cache_dir: str) -> str:
     """docs/zoo.md from the per-network results and the cached ONNX tasks."""
     from cwm.frontends import task_cache
     from cwm.frontends.tasks import TaskTable
-    from cwm.tuning import host_target
+    from cwm.target_spec import host_target
 
     target = host_target()
     table = TaskTable()
@@ -162,7 +162,7 @@ def render(results: list, cache_dir: str) -> str:
         "batch 1, images 1x3x224x224, sequences 1x128 int64, random weights (`torch.manual_seed(0)`).",
         "Numerics: untuned `tvm.compile` (default Relax pipeline), one run on the Relax VM, against",
         "PyTorch eager on the same random input; error = `max|tvm - torch| / max|torch|`.",
-        "Tasks: fused with `cwm.tuning.relax_model.fuse` then `ms.relax_integration.extract_tasks`;",
+        "Tasks: fused with `cwm.partition.fuse` then `ms.relax_integration.extract_tasks`;",
         "`n (w W)` = n distinct tasks, W = total weight (kernel calls per forward pass).",
         "Times in seconds (one run each, 2 shared cores, so +-30 %); import = frontend only (ONNX",
         "export listed separately); run = one untuned TVM forward pass; PyTorch eager = its first",

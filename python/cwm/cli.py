@@ -12,7 +12,7 @@ import sys
 
 COMMANDS = {
     "demo": ("cwm.demo", "compile the tiny ONNX CNN with the CWM cost model, export, reload and check it against onnxruntime"),
-    "dataset": ("cwm.dataset.cli", "build, collect and inspect the trajectory dataset"),
+    "dataset": ("cwm.dataset_cli", "build, collect and inspect the trajectory dataset"),
     "corpus": ("cwm.corpus.cli", "build the unmeasured-trajectory corpus of generated workloads (resumable, seeded)"),
     "train": ("cwm.model.cli", "train the world model (encoder, TransH transition, ranker) on the dataset"),
     "eval": ("cwm.model.eval_cli", "rank the held-out test tasks with the world model and the baselines"),

@@ -28,7 +28,7 @@ import subprocess
 import sys
 import time
 
-from cwm.tuning.tune import COST_MODELS  # cheap: tune.py imports TVM inside its functions
+from cwm.cost_model.factory import registered as cost_models  # cheap: no TVM, no torch
 
 RTOL, ATOL = 1e-4, 1e-4
 MIN_RUNS = 20
@@ -55,7 +55,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The demo's command-line options (shared by ``python -m cwm demo``)."""
     parser.add_argument("--trials", type=int, default=32, help="trials per task (default 32)")
     parser.add_argument("--out", default="demo_out", help="output directory (default demo_out/)")
-    parser.add_argument("--cost-model", default="cwm", choices=COST_MODELS,
+    parser.add_argument("--cost-model", default="cwm", choices=cost_models(),
                         help="cost model guiding the search (default: cwm, the CWM world model)")
     parser.add_argument("--model-dir", default=None,
                         help="world model for --cost-model cwm (default: the shipped python/cwm/default_model)")
@@ -168,7 +168,7 @@ def run(trials: int = 32, out: str = "demo_out", runs: int = 25, seed: int = 0, 
     import cwm
     from cwm.compile.tuning import make_model
     from cwm.frontends import tiny_cnn
-    from cwm.tuning.target import resolve_target
+    from cwm.target_spec import resolve_target
 
     runs = max(MIN_RUNS, runs)
     start = time.perf_counter()

@@ -41,7 +41,7 @@ def run_pipeline(model, options: CompileOptions | None = None, **kwargs):
     from cwm.compile.pipeline import resolve
     from cwm.compile.state import CompileState
     from cwm.compile.tuning import work_dir_lock
-    from cwm.tuning.target import resolve_target
+    from cwm.target_spec import resolve_target
 
     options = make_options(options, caller="cwm.compile.run_pipeline()", **kwargs)
     pipeline = resolve(options.pipeline)
@@ -111,7 +111,7 @@ def load(path, check_versions: bool = True, check_target: bool = True, expect_sh
     (docs/trust.md). ``expect_sha256`` pins the sha256 of its ``manifest.json`` (which lists the
     sha256 of every other file; ``CompiledModel.artifact_sha256``, printed by ``cwm compile``):
     any other artifact is refused with ``ArtifactError`` before its code is loaded."""
-    from cwm.compile.artifact import load as load_artifact
+    from cwm.compile.compiled_model import load as load_artifact
 
     return load_artifact(path, check_versions=check_versions, check_target=check_target,
                          expect_sha256=expect_sha256)

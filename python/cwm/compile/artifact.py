@@ -1,4 +1,7 @@
-"""The compiled-model directory: :func:`export` writes it, :func:`load` checks and reads it.
+"""The compiled-model directory: :func:`export` writes it, :func:`read` checks and reads it.
+
+:func:`cwm.compile.compiled_model.load` (``cwm.load``) builds the ``CompiledModel`` from what
+:func:`read` returns; this module never imports that class (it sits below it).
 
 Layout::
 
@@ -9,9 +12,9 @@ Layout::
       tuning/database_workload.json        MetaSchedule JSON database with the records used
       tuning/database_tuning_record.json   (absent when nothing was tuned)
 
-``load`` refuses (``ArtifactError``, saying what and why) a directory whose files do not
-match their recorded sha256, that was written by another TVM version or an incompatible cwm
-format, or whose target cannot run here (a cuda model without a CUDA device, an llvm model
+``read`` (so ``load``) refuses (``ArtifactError``, saying what and why) a directory whose files
+do not match their recorded sha256, that was written by another TVM version or an incompatible
+cwm format, or whose target cannot run here (a cuda model without a CUDA device, an llvm model
 for another CPU architecture). A different ``mcpu`` of the same architecture is only a
 warning: the code may still run, or may stop on an unsupported instruction. A ``model.so``
 shorter than its ELF headers say (a cut-short copy) is refused before it is mapped: loading it
@@ -59,7 +62,7 @@ def _arch(name: str) -> str:
 
 
 def versions() -> dict:
-    """The versions an artifact records and :func:`load` compares."""
+    """The versions an artifact records and :func:`read` compares."""
     import tvm
 
     import cwm
@@ -374,15 +377,15 @@ def verify_target(path, manifest) -> None:
         raise ArtifactError(f"{path}: unknown target kind {kind!r} (cwm builds llvm and cuda)")
 
 
-def load(path, check_versions: bool = True, check_target: bool = True, expect_sha256=None):
-    """The :class:`~cwm.compile.compiled_model.CompiledModel` in the folder ``path``, verified first.
+def read(path, check_versions: bool = True, check_target: bool = True, expect_sha256=None) -> dict:
+    """The folder ``path``, verified first, as the keyword arguments of
+    :class:`~cwm.compile.compiled_model.CompiledModel` plus ``artifact_sha256`` (what
+    :func:`cwm.compile.compiled_model.load` builds the model from).
 
     ``expect_sha256``: the sha256 (hex) that ``manifest.json`` must have (see :func:`artifact_sha256`);
     a different one is refused before anything else is read. Loading runs the artifact's native
     code: load only artifacts you built or whose hash you pinned (docs/trust.md)."""
     import tvm
-
-    from cwm.compile.compiled_model import CompiledModel
 
     path = os.fspath(path)
     data = _manifest_bytes(path)  # read once: the bytes that are pinned are the bytes that are used
@@ -411,9 +414,9 @@ def load(path, check_versions: bool = True, check_target: bool = True, expect_sh
         params = {t["name"]: stored[t["name"]] for t in tensors}  # main's order, from the manifest
     target = tvm.target.Target(manifest["target"]["config"])
     database = [os.path.join(path, name) for name in manifest.get("files", {}) if name.startswith(TUNING_DIR + "/")]
-    model = CompiledModel(executable, target, [TensorSpec.from_json(s) for s in manifest["inputs"]],
-                          [TensorSpec.from_json(s) for s in manifest["outputs"]], params,
-                          manifest.get("params", {}).get("mode", "none"), manifest.get("report", {}),
-                          manifest.get("pipeline", ""), library, database, manifest.get("frontend", ""))
-    model.artifact_sha256 = digest
-    return model
+    return {"executable": executable, "target": target,
+            "inputs": [TensorSpec.from_json(s) for s in manifest["inputs"]],
+            "outputs": [TensorSpec.from_json(s) for s in manifest["outputs"]], "params": params,
+            "param_mode": manifest.get("params", {}).get("mode", "none"), "report": manifest.get("report", {}),
+            "pipeline": manifest.get("pipeline", ""), "library_path": library, "database_files": database,
+            "frontend": manifest.get("frontend", ""), "artifact_sha256": digest}

@@ -12,7 +12,7 @@ import math
 import sys
 import time
 
-from cwm.tuning.tune import COST_MODELS  # cheap: tune.py imports TVM inside its functions
+from cwm.cost_model.factory import registered as cost_models  # cheap: no TVM, no torch
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -20,7 +20,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", required=True, help="folder to write the compiled model to")
     parser.add_argument("--target", default="llvm", help="llvm (this host, with its mcpu) or cuda (default: llvm)")
     parser.add_argument("--trials", type=int, default=64, help="measured candidates per task (default 64)")
-    parser.add_argument("--cost-model", default="cwm", choices=COST_MODELS,
+    parser.add_argument("--cost-model", default="cwm", choices=cost_models(),
                         help="cost model guiding the search (default: cwm, the shipped world model)")
     parser.add_argument("--model-dir", default=None, help="world model for --cost-model cwm (default: shipped)")
     parser.add_argument("--work-dir", default=None,

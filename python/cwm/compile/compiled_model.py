@@ -5,7 +5,8 @@
 NumPy array (a tuple of them for several outputs), or torch tensors when the inputs were
 torch tensors. The weights are uploaded once, on the first call; when the module was compiled
 with lifted weight transforms (``param_mode == "lifted"``) ``main_transform_params`` runs once
-then too. :meth:`export` writes the artifact directory that :func:`cwm.load` reads.
+then too. :meth:`export` writes the artifact directory (:mod:`cwm.compile.artifact`) that
+:func:`load` (``cwm.load``) reads back.
 """
 from __future__ import annotations
 
@@ -149,6 +150,22 @@ class CompiledModel:
         ins = ", ".join(str(s) for s in self.inputs)
         outs = ", ".join(str(s) for s in self.outputs)
         return f"CompiledModel(target={self.target.kind.name!r}, inputs=[{ins}], outputs=[{outs}])"
+
+
+def load(path, check_versions: bool = True, check_target: bool = True, expect_sha256=None) -> CompiledModel:
+    """The :class:`CompiledModel` in the folder ``path``, verified first (:func:`cwm.compile.artifact.read`).
+
+    ``expect_sha256``: the sha256 (hex) that ``manifest.json`` must have
+    (:func:`~cwm.compile.artifact.artifact_sha256`); a different one is refused before anything else
+    is read. Loading runs the artifact's native code: load only artifacts you built or whose hash
+    you pinned (docs/trust.md)."""
+    from cwm.compile.artifact import read
+
+    contents = read(path, check_versions=check_versions, check_target=check_target, expect_sha256=expect_sha256)
+    digest = contents.pop("artifact_sha256")
+    model = CompiledModel(**contents)
+    model.artifact_sha256 = digest
+    return model
 
 
 def _is_sequence(value) -> bool:

@@ -59,7 +59,7 @@ def build_failure(error, mod, target, pass_name: str = "cwm-build", source=None)
     try:
         lowered = mod
         if _needs_legalization(mod):
-            from cwm.tuning.relax_model import fuse
+            from cwm.partition import fuse
 
             source = mod
             try:
@@ -242,7 +242,7 @@ def _lookup(index, call):
 
 
 def _legalize_passes(mod, target, wrap):
-    """Run DecomposeOpsForInference and LegalizeOps (as :func:`cwm.tuning.relax_model.fuse`
+    """Run DecomposeOpsForInference and LegalizeOps (as :func:`cwm.partition.fuse`
     does) with each op's legalization replaced by ``wrap(op name, default)``."""
     import tvm
     from tvm import relax
@@ -297,7 +297,7 @@ def _origins(source, target, name):
 
 def _legalized_from(source, target) -> dict:
     """``{PrimFunc name: [(op name, binding text, node), ...]}`` for the module that
-    :func:`cwm.tuning.relax_model.fuse` makes of ``source`` (fused functions included)."""
+    :func:`cwm.partition.fuse` makes of ``source`` (fused functions included)."""
     import tvm
     from tvm import relax
 

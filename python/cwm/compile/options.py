@@ -17,7 +17,7 @@ class CompileOptions:
     """How :func:`cwm.compile` imports, tunes and builds a model (docs/compile.md)."""
 
     #: ``"llvm"`` (this host, with ``mcpu``), ``"cuda"``, a dict or a ``tvm.target.Target``
-    #: (:func:`cwm.tuning.target.resolve_target`)
+    #: (:func:`cwm.target_spec.resolve_target`)
     target: Any = "llvm"
     #: measured candidates per task (a task already in ``work_dir``'s database counts what it has)
     trials_per_task: int = 64
@@ -69,13 +69,13 @@ class CompileOptions:
     keep_nan: bool = True
 
     def __post_init__(self):
-        from cwm.tuning.tune import COST_MODELS  # cheap: tune.py imports TVM lazily
+        from cwm.cost_model.factory import registered  # cheap: no TVM, no torch
 
         if isinstance(self.trials_per_task, bool) or not isinstance(self.trials_per_task, int) \
                 or self.trials_per_task < 0:
             raise ValueError(f"trials_per_task must be an int >= 0, not {self.trials_per_task!r}")
-        if isinstance(self.cost_model, str) and self.cost_model not in COST_MODELS:
-            raise ValueError(f"unknown cost_model {self.cost_model!r}; use one of {list(COST_MODELS)} "
+        if isinstance(self.cost_model, str) and self.cost_model not in registered():
+            raise ValueError(f"unknown cost_model {self.cost_model!r}; use one of {list(registered())} "
                              "or a MetaSchedule CostModel instance")
         if isinstance(self.print_after, str):
             self.print_after = (self.print_after,)

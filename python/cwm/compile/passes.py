@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from cwm.compile.errors import CompileError, PipelineError
-from cwm.tuning.tune import COST_MODELS  # cheap: tune.py imports TVM inside its functions
+from cwm.cost_model.factory import registered as cost_models  # cheap: no TVM, no torch
 
 
 @dataclass(frozen=True)
@@ -41,7 +41,8 @@ class Option:
     type: type
     default: Any = None
     help: str = ""
-    choices: tuple | None = None
+    #: the allowed values, or a function returning them (asked each time, e.g. the registered cost models)
+    choices: tuple | Callable[[], tuple] | None = None
     #: the ``CompileOptions`` field used when the option is not given (``default`` is then ignored)
     field: str | None = None
 
@@ -81,9 +82,10 @@ class Option:
         if not ok:
             raise PipelineError(f"option {self.name!r} of pass {pass_name!r} takes {self.kind}, "
                                 f"not {type(value).__name__} {value!r}")
-        if self.choices is not None and value not in self.choices:
+        choices = self.choices() if callable(self.choices) else self.choices
+        if choices is not None and value not in choices:
             raise PipelineError(f"option {self.name!r} of pass {pass_name!r} must be one of "
-                                f"{list(self.choices)}, not {value!r}")
+                                f"{list(choices)}, not {value!r}")
         return value
 
     def format(self, value) -> str:
@@ -223,13 +225,13 @@ def _bool_ops(state, mod, options):
                                                 "move weight-only computations into main_transform_params"),),
                requires=("cwm-import",))
 def _partition(state, mod, options):
-    """Legalize and fuse the module into TIR tasks (:func:`cwm.tuning.relax_model.fuse`), then
+    """Legalize and fuse the module into TIR tasks (:func:`cwm.partition.fuse`), then
     extract ``main``'s MetaSchedule tasks."""
     import tvm
     from tvm import relax
     from tvm.s_tir import meta_schedule as ms
 
-    from cwm.tuning.relax_model import fuse
+    from cwm.partition import fuse
 
     if state.params and options["lift_params"]:
         mod = relax.transform.LiftTransformParams()(mod)
@@ -254,7 +256,7 @@ def _partition(state, mod, options):
 @register_pass("cwm-tune", options=(
     Option("trials", int, help="measured candidates per task", field="trials_per_task"),
     Option("cost-model", str, help="cwm, xgb, xgb-pretrained or random", field="cost_model",
-           choices=COST_MODELS),
+           choices=cost_models),  # the registered names, asked when a value is checked
     Option("seed", int, help="search and cost-model seed", field="seed"),
 ), requires=("cwm-partition",))
 def _tune(state, mod, options):

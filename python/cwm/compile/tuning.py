@@ -88,10 +88,11 @@ class TuningReport:
 
 
 def task_key(task) -> str:
-    """A stable key of a task: the structural hash of its TIR workload, as 16 hex digits."""
-    import tvm_ffi
+    """A stable key of a task: the structural hash of its TIR workload, as 16 hex digits
+    (:func:`cwm.workload_key.task_key` of ``task.dispatched[0]``)."""
+    from cwm.workload_key import task_key as workload_key
 
-    return f"{tvm_ffi.structural_hash(task.dispatched[0]) & ((1 << 64) - 1):016x}"
+    return workload_key(task.dispatched[0])
 
 
 def open_database(work_dir: str):
@@ -205,23 +206,24 @@ def finished_before(entry, trials: int, records: int) -> bool:
 
 
 def make_model(spec, num_cores: int, seed: int, model_dir=None):
-    """The cost model named by ``spec`` (:func:`cwm.tuning.tune.make_cost_model`).
+    """The cost model ``spec`` (a name the factory :func:`cwm.cost_model.factory.resolve` builds, or
+    a ``CostModel``).
 
     ``"cwm"`` never falls back: when the world model cannot be loaded the error says so and
     names ``cost_model="xgb"`` as the way to compile without it.
     """
-    from cwm.tuning.tune import make_cost_model
+    from cwm.cost_model.factory import resolve
 
     if isinstance(spec, str) and spec == "cwm":
         try:
-            return make_cost_model("cwm", num_cores, seed=seed, model_dir=model_dir)
+            return resolve("cwm", num_cores, seed=seed, model_dir=model_dir)
         except Exception as error:  # noqa: BLE001 - missing model, missing files, import errors
             where = f"model_dir={str(model_dir)!r}" if model_dir is not None else "the shipped model"
             raise CompileError(
                 f"cost_model='cwm' needs the CWM world model, and {where} could not be loaded "
                 f"({type(error).__name__}: {error}). Pass cost_model='xgb' to tune with MetaSchedule's "
                 "XGBoost model instead, or model_dir=DIR naming a model trained with `cwm train`.") from error
-    return make_cost_model(spec, num_cores, seed=seed)
+    return resolve(spec, num_cores, seed=seed)
 
 
 def _check_runner(target, runner) -> None:

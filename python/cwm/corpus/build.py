@@ -110,7 +110,7 @@ def build_corpus(root, workloads: int, per_workload: int, seed: int = 0, dataset
     from cwm.corpus.blocks import generate_blocks
 
     from cwm.corpus.generator import FAMILIES, generate, heldout_keys
-    from cwm.frontends.tasks import task_key
+    from cwm.workload_key import task_key
 
     root = Path(root)
     (root / "shards").mkdir(parents=True, exist_ok=True)

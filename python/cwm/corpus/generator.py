@@ -154,7 +154,7 @@ def distinct(n: int, draw, exclude: set[str] = frozenset(), max_draws: int = 100
     """The first ``n`` workloads of distinct structural hash, none in ``exclude``, from
     ``draw(i)`` (the i-th draw: a list of :class:`GeneratedWorkload`, empty where the shape was
     rejected); ``RuntimeError`` after ``max_draws`` draws without ``n``."""
-    from cwm.frontends.tasks import task_key
+    from cwm.workload_key import task_key
 
     seen, made = set(exclude), 0
     for i in range(max_draws):

@@ -167,7 +167,7 @@ class CWMCostModel(PyCostModel):
 
     def margins(self, workload, traces, target) -> np.ndarray:
         """Log-scores of trace JSON texts of ``workload``: prior + ``w(n)`` * the task's residual."""
-        from cwm.frontends.tasks import task_key
+        from cwm.workload_key import task_key
 
         if len(traces) == 0:
             return np.zeros(0, np.float64)
@@ -185,7 +185,7 @@ class CWMCostModel(PyCostModel):
 
     def observe(self, workload, traces, latencies_s, target) -> None:
         """Add measured traces of ``workload`` (latency in s; ``inf``/NaN = failed) and refit."""
-        from cwm.frontends.tasks import task_key
+        from cwm.workload_key import task_key
 
         if len(traces) != len(latencies_s):
             raise ValueError(f"{len(traces)} traces but {len(latencies_s)} latencies")
@@ -203,7 +203,7 @@ class CWMCostModel(PyCostModel):
 
     def task_state(self, workload) -> dict:
         """``{"measured", "valid", "adapted", "weight"}`` of ``workload``'s task."""
-        from cwm.frontends.tasks import task_key
+        from cwm.workload_key import task_key
 
         task = self._tasks.get(task_key(workload))
         if task is None:

@@ -251,7 +251,7 @@ def register_task(store: DatasetStore, name: str, mod, networks: dict[str, int] 
     """Add (or update the networks of) a task; ``networks`` maps network -> weight in it."""
     import tvm
 
-    from cwm.frontends.tasks import task_key
+    from cwm.workload_key import task_key
 
     key = task_key(mod)
     old = store.get_task(key) if store.task_path(key).exists() else {}

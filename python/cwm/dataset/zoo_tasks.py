@@ -16,7 +16,7 @@ def register_zoo_tasks(root, networks=None, cache_dir: str | None = None) -> str
     """Extract (cached) and register the tasks of ``networks`` (default: the dataset's networks,
     :data:`cwm.frontends.zoo.DATASET_NETWORKS`)."""
     from cwm.dataset.store import DatasetStore, register_task
-    from cwm.frontends.tasks import zoo_tasks
+    from cwm.frontends.task_cache import zoo_tasks
     from cwm.frontends.zoo import DATASET_NETWORKS
 
     names = list(networks or DATASET_NETWORKS)

@@ -2,7 +2,7 @@
 
 Weights become Relax **constants** (``keep_params_in_input=False`` /
 ``keep_params_as_input=False``): the module is self-contained, ``main`` takes only the
-network input, ``FoldConstant`` in :func:`cwm.tuning.relax_model.fuse` can pre-compute
+network input, ``FoldConstant`` in :func:`cwm.partition.fuse` can pre-compute
 weight-only expressions, and the numerics check needs no parameter binding.
 
 A frontend error about an operator it cannot translate becomes

@@ -46,7 +46,7 @@ def run_relax(mod, inputs, target=None):
     import tvm
     from tvm import relax
 
-    from cwm.tuning.target import host_target
+    from cwm.target_spec import host_target
 
     target = target or host_target()
     start = time.perf_counter()

@@ -1,4 +1,8 @@
-"""On-disk cache of one network's extracted tasks: ``<cache_dir>/<name>[_small][.torch].json``.
+"""The zoo networks' tasks, extracted once and cached: ``<cache_dir>/<name>[_small][.torch].json``.
+
+:func:`zoo_tasks` extracts (:func:`cwm.frontends.tasks.extract_tasks`) or loads the tasks of zoo
+networks and merges them into a :class:`~cwm.frontends.tasks.TaskTable`; :func:`save` and
+:func:`load` read and write one network's file.
 
 The file holds metadata (format version, network, importer, build fingerprint of the zoo
 network, target, TVM version) and one entry per task: ``key``, ``name``, ``weight``, ``flop``
@@ -11,6 +15,10 @@ from __future__ import annotations
 
 import json
 import os
+from typing import Iterable
+
+from cwm.frontends.tasks import Task, TaskTable, extract_tasks
+from cwm.workload_key import task_key
 
 FORMAT_VERSION = 1
 DEFAULT_DIR = os.path.join("work_dirs", "zoo_cache")
@@ -58,8 +66,6 @@ def load(name: str, target, cache_dir: str | None = None, via: str = "onnx",
     """The cached task list of ``name``, or ``None`` if absent, stale or unreadable."""
     import tvm
 
-    from cwm.frontends.tasks import Task, task_key
-
     src = path(name, cache_dir, via, small)
     try:
         with open(src) as f:
@@ -76,3 +82,33 @@ def load(name: str, target, cache_dir: str | None = None, via: str = "onnx",
         tasks.append(Task(entry["key"], entry["name"], mod, entry["flop"],
                           {name: int(entry["weight"])}))
     return tasks
+
+
+def zoo_tasks(names: Iterable[str], target=None, cache_dir: str | None = None,
+              via: str = "onnx", small: bool = False, refresh: bool = False) -> TaskTable:
+    """Extract (or load from the cache) the tasks of zoo networks ``names`` and merge them.
+
+    A name given twice is merged once. ``via`` picks the importer ("onnx" or "torch");
+    ``refresh=True`` re-extracts and overwrites the cache. Exported ONNX files are kept
+    in ``<cache_dir>/onnx/``.
+    """
+    from cwm.target_spec import host_target
+
+    target = target or host_target()
+    table = TaskTable()
+    for name in dict.fromkeys(names):
+        tasks = None if refresh else load(name, target, cache_dir, via, small)
+        if tasks is None:
+            tasks = network_tasks(name, target, via, small, onnx_dir=onnx_dir(cache_dir))
+            save(name, tasks, target, cache_dir, via, small)
+        table.add(name, tasks)
+    return table
+
+
+def network_tasks(name: str, target=None, via: str = "onnx", small: bool = False,
+                  onnx_dir: str | None = None) -> list:
+    """Import zoo network ``name`` (ONNX files kept in ``onnx_dir``) and extract its tasks."""
+    from cwm.frontends import importers
+
+    mod = importers.import_network(name, via, cache_dir=onnx_dir, small=small)
+    return extract_tasks(mod, target, network=name)

@@ -1,17 +1,20 @@
 """Subgraph extraction: the MetaSchedule tasks (fused TIR kernels) of networks, deduplicated.
 
-:func:`extract_tasks` fuses a Relax module (:func:`cwm.tuning.relax_model.fuse`: legalize,
-annotate, fold constants, fuse ops, fuse TIR) and asks MetaSchedule for its tasks; a task's
-``key`` is the structural hash of its TIR module, so the same kernel found in two networks
-(whatever name each network's fusion gave it) has the same key. :class:`TaskTable` merges
-the tasks of several networks by key, keeping each network's weight (how many times the
-kernel is called in one forward pass). :func:`zoo_tasks` does this for zoo networks and
-caches each network's tasks in ``<cache_dir>/<name>.json`` (see :mod:`cwm.frontends.task_cache`).
+:func:`extract_tasks` fuses a Relax module (:func:`cwm.partition.fuse`: legalize, annotate,
+fold constants, fuse ops, fuse TIR) and asks MetaSchedule for its tasks; a task's ``key`` is
+the structural hash of its TIR module (:func:`cwm.workload_key.task_key`), so the same kernel
+found in two networks (whatever name each network's fusion gave it) has the same key.
+:class:`TaskTable` merges the tasks of several networks by key, keeping each network's weight
+(how many times the kernel is called in one forward pass).
+:func:`cwm.frontends.task_cache.zoo_tasks` does this for zoo networks and caches each
+network's tasks in ``<cache_dir>/<name>.json``.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Iterable
+
+from cwm.workload_key import task_key
 
 DEFAULT_NETWORK = "model"
 
@@ -40,13 +43,6 @@ class Task:
         return tuple(self.weights)
 
 
-def task_key(mod) -> str:
-    """Hex structural hash (16 digits) of a TIR ``IRModule``; equal modules get equal keys."""
-    import tvm_ffi
-
-    return f"{tvm_ffi.structural_hash(mod) & 0xFFFFFFFFFFFFFFFF:016x}"
-
-
 def estimate_flop(mod) -> float | None:
     """``estimate_tir_flops(mod)``, or ``None`` where the estimator cannot handle the module."""
     from tvm.s_tir.analysis import estimate_tir_flops
@@ -65,8 +61,8 @@ def extract_tasks(mod, target=None, network: str = DEFAULT_NETWORK, fused: bool 
     """
     from tvm.s_tir import meta_schedule as ms
 
-    from cwm.tuning.relax_model import fuse
-    from cwm.tuning.target import host_target
+    from cwm.partition import fuse
+    from cwm.target_spec import host_target
 
     target = target or host_target()
     fused_mod = mod if fused else fuse(mod, target)
@@ -133,34 +129,3 @@ class TaskTable:
         rows = [{"key": t.key, "name": t.name, "flop": t.flop, "weight": t.weight,
                  "networks": ",".join(f"{n}x{w}" for n, w in t.weights.items())} for t in self]
         return sorted(rows, key=lambda r: (-(r["flop"] or 0.0) * r["weight"], r["key"]))
-
-
-def zoo_tasks(names: Iterable[str], target=None, cache_dir: str | None = None,
-              via: str = "onnx", small: bool = False, refresh: bool = False) -> TaskTable:
-    """Extract (or load from the cache) the tasks of zoo networks ``names`` and merge them.
-
-    A name given twice is merged once. ``via`` picks the importer ("onnx" or "torch");
-    ``refresh=True`` re-extracts and overwrites the cache. Exported ONNX files are kept
-    in ``<cache_dir>/onnx/``.
-    """
-    from cwm.frontends import task_cache
-    from cwm.tuning.target import host_target
-
-    target = target or host_target()
-    table = TaskTable()
-    for name in dict.fromkeys(names):
-        tasks = None if refresh else task_cache.load(name, target, cache_dir, via, small)
-        if tasks is None:
-            tasks = network_tasks(name, target, via, small, onnx_dir=task_cache.onnx_dir(cache_dir))
-            task_cache.save(name, tasks, target, cache_dir, via, small)
-        table.add(name, tasks)
-    return table
-
-
-def network_tasks(name: str, target=None, via: str = "onnx", small: bool = False,
-                  onnx_dir: str | None = None) -> list:
-    """Import zoo network ``name`` (ONNX files kept in ``onnx_dir``) and extract its tasks."""
-    from cwm.frontends import importers
-
-    mod = importers.import_network(name, via, cache_dir=onnx_dir, small=small)
-    return extract_tasks(mod, target, network=name)

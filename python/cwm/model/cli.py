@@ -4,14 +4,19 @@ from __future__ import annotations
 import argparse
 
 
-def add_arguments(parser: argparse.ArgumentParser) -> None:
+def _common_arguments(parser: argparse.ArgumentParser) -> None:
+    """``--data``, ``--seed`` and ``--threads``: the same for ``cwm train`` and ``cwm eval``."""
     parser.add_argument("--data", default="data/dataset", help="dataset root")
-    parser.add_argument("--out", required=True, help="model directory to write")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=2, help="torch threads")
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    _common_arguments(parser)
+    parser.add_argument("--out", required=True, help="model directory to write")
     parser.add_argument("--encoder-steps", type=int, default=None)
     parser.add_argument("--encoder-time", type=float, default=None, help="seconds")
     parser.add_argument("--rollout-trajectories", type=int, default=None)
-    parser.add_argument("--threads", type=int, default=2, help="torch threads")
 
 
 def main(argv) -> int:
@@ -35,12 +40,10 @@ def main(argv) -> int:
 
 
 def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data", default="data/dataset", help="dataset root")
+    _common_arguments(parser)
     parser.add_argument("--model", default=None,
                         help="model directory (from `cwm train`; default: the shipped model)")
     parser.add_argument("--out", default="bench/results/ranking.json")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=2, help="torch threads")
 
 
 def eval_main(argv) -> int:

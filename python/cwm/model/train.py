@@ -119,7 +119,7 @@ def fit_ranker(model, loader, by_task: dict, rcfg: RankerConfig):
     """Phase 3: the LambdaRank ranker on every training trajectory, one query group per task."""
     from cwm import native
     from cwm.model.ranker import Ranker
-    from cwm.tuning.target import host_target
+    from cwm.target_spec import host_target
 
     target = loader.store.manifest().get("target") or json.loads(str(host_target()))
     feats, lats, groups_idx = [], [], []

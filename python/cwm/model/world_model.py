@@ -40,7 +40,7 @@ class WorldModel:
     # ----------------------------------------------------------------- pieces
     def z0(self, workload) -> np.ndarray:
         """``E(s_0)`` of an unscheduled workload (IRModule), cached by structural hash."""
-        from cwm.frontends.tasks import task_key
+        from cwm.workload_key import task_key
 
         key = task_key(workload)
         if key not in self._z0:

@@ -10,14 +10,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from cwm.tuning.tune import COST_MODELS  # cheap: tune.py imports TVM only inside its functions
+from cwm.cost_model.factory import registered as cost_models  # cheap: no TVM, no torch
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("workload", help="a cwm.workloads name, a TVMScript .py/.tir file, or a task key of --data")
     parser.add_argument("--target", default="llvm", help="llvm (this host, with mcpu) or cuda (default: llvm)")
     parser.add_argument("--trials", type=int, default=64)
-    parser.add_argument("--cost-model", default="cwm", choices=COST_MODELS)
+    parser.add_argument("--cost-model", default="cwm", choices=cost_models())
     parser.add_argument("--work-dir", default=None, help="MetaSchedule database and logs (default: a temp dir)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--model-dir", default=None, help="world model for --cost-model cwm (default: shipped)")
@@ -109,7 +109,7 @@ def main(argv) -> int:
         return 2
     import cwm
     from cwm.cost_model.xgb_pretrained import XGBModelFileError
-    from cwm.targets.cuda import CudaUnavailable
+    from cwm.cuda_toolchain import CudaUnavailable
     from cwm.tuning import rpc
     from cwm.tuning.settings import FastSettings
     from cwm.tuning.design_space import UntunableTaskError

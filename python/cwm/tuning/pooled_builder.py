@@ -11,6 +11,11 @@ This builder keeps ``max_workers`` processes alive across calls (start-up paid o
 worker whose build exceeds ``timeout_sec`` (the candidate is reported as a build error, the
 worker restarts lazily), and runs builds in true parallel. Workers inherit the TVMScript
 patch through ``PYTHONPATH`` (set by ``import cwm``).
+
+The functions a worker runs (``build_fn``) are here too: :func:`build_in_worker` (a ``.tar``, the
+default), :func:`build_cuda_in_worker` (cuda: real GPU code, :mod:`cwm.cuda_toolchain`) and
+:func:`build_so_in_worker` (a linked ``.so``, :func:`export_so`, for RPC servers without a
+compiler; also importable from :mod:`cwm.tuning.rpc`).
 """
 from __future__ import annotations
 
@@ -22,6 +27,42 @@ def build_in_worker(mod, target) -> str:
     with target:  # CUDA in nvcc mode reads the arch from Target.current()
         rt_mod = default_build(mod, target, None)
     return default_export(rt_mod)
+
+
+def build_cuda_in_worker(mod, target) -> str:
+    """``build_fn`` for cuda targets: enable the CUDA codegen in the worker
+    (:func:`cwm.cuda_toolchain.enable_cuda_codegen`), then build + export like
+    :func:`build_in_worker` (a ``.tar`` MetaSchedule artifact holding real GPU code)."""
+    if target.kind.name == "cuda":
+        from cwm.cuda_toolchain import enable_cuda_codegen
+
+        enable_cuda_codegen(target)
+    return build_in_worker(mod, target)
+
+
+def export_so(rt_mod) -> str:
+    """Export a built module as a linked ``.so`` (for RPC servers without a C compiler,
+    :mod:`cwm.tuning.rpc`; ``f_export`` of ``InProcessBuilder`` / ``LocalBuilder``)."""
+    import os
+    import tempfile
+
+    path = os.path.join(tempfile.mkdtemp(prefix="tvm_tmp_mod."), "tvm_tmp_mod.so")
+    rt_mod.export_library(path)
+    return path
+
+
+def build_so_in_worker(mod, target) -> str:
+    """``build_fn`` producing ``.so`` artifacts (:func:`export_so`; CUDA code generation is
+    enabled for cuda targets, see :mod:`cwm.cuda_toolchain`)."""
+    from tvm.s_tir.meta_schedule.builder.local_builder import default_build
+
+    if target.kind.name == "cuda":
+        from cwm.cuda_toolchain import enable_cuda_codegen
+
+        enable_cuda_codegen(target)
+    with target:
+        rt_mod = default_build(mod, target, None)
+    return export_so(rt_mod)
 
 
 def _job(build_fn):

@@ -2,9 +2,9 @@
 
 MetaSchedule's own ``tune_relax`` and ``static_shape_tuning_pipeline`` hard-wire the stock
 ``LocalBuilder``/``LocalRunner`` or need a module that is already legalized and fused (on a
-frontend module ``extract_tasks`` finds 0 tasks). Here :func:`fuse` prepares the module once,
-:func:`tune_model` tunes every task with cwm's in-process builder/runner and fast search
-knobs, and :func:`apply_database` swaps the tuned schedules into the fused module.
+frontend module ``extract_tasks`` finds 0 tasks). Here :func:`cwm.partition.fuse` prepares the
+module once, :func:`tune_model` tunes every task with cwm's in-process builder/runner and fast
+search knobs, and :func:`apply_database` swaps the tuned schedules into the fused module.
 """
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from cwm.tuning.settings import FastSettings
-from cwm.tuning.tune import close_builder, console, make_cost_model
+from cwm.tuning.tune import close_builder, console
 
 
 @dataclass
@@ -30,23 +30,13 @@ class ModelTuneOutcome:
     work_dir: str
 
 
-def fuse(mod, target):
-    """LegalizeOps -> AnnotateTIROpPattern -> FoldConstant -> FuseOps -> FuseTIR under ``target``."""
-    import tvm
-    from tvm import relax
-
-    passes = [relax.transform.DecomposeOpsForInference(), relax.transform.LegalizeOps(),
-              relax.transform.AnnotateTIROpPattern(), relax.transform.FoldConstant(),
-              relax.transform.FuseOps(), relax.transform.FuseTIR()]
-    with target:
-        return tvm.transform.Sequential(passes)(mod)
-
-
 def tune_model(fused, target, trials_per_task: int = 32, work_dir: str | None = None,
                cost_model="xgb", seed: int = 0, settings: FastSettings = FastSettings(),
                verbose: bool = False) -> ModelTuneOutcome:
     """Tune every task of the fused module ``fused`` for ``trials_per_task`` trials (round-robin)."""
     from tvm.s_tir import meta_schedule as ms
+
+    from cwm.cost_model.factory import resolve as resolve_cost_model
 
     work_dir = work_dir or tempfile.mkdtemp(prefix="cwm_tune_model_")
     os.makedirs(work_dir, exist_ok=True)  # tune_tasks does not create it
@@ -58,13 +48,13 @@ def tune_model(fused, target, trials_per_task: int = 32, work_dir: str | None = 
         contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
             tasks, work_dir=work_dir, strategy=settings.strategy(), num_threads=cores, seed=seed)
         if not contexts:
-            raise ValueError("no tunable tasks: was the module fused (see cwm.tuning.relax_model.fuse)?")
+            raise ValueError("no tunable tasks: was the module fused (see cwm.partition.fuse)?")
         database = ms.tune_tasks(
             tasks=contexts, task_weights=weights, work_dir=work_dir,
             max_trials_global=trials_per_task * len(contexts), max_trials_per_task=trials_per_task,
             num_trials_per_iter=min(settings.num_trials_per_iter, trials_per_task),
             builder=builder, runner=runner,
-            cost_model=make_cost_model(cost_model, cores), task_scheduler="round-robin")
+            cost_model=resolve_cost_model(cost_model, cores), task_scheduler="round-robin")
     wall_s = time.perf_counter() - start
     names = [context.task_name for context in contexts]
     return ModelTuneOutcome(names, len(database.get_all_tuning_records()), wall_s, database, work_dir)

@@ -34,6 +34,8 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
+# the .so artifact functions live with the other build functions; documented here as cwm.tuning.rpc.*
+from cwm.tuning.pooled_builder import build_so_in_worker, export_so  # noqa: F401
 from cwm.tuning.settings import FastSettings
 
 #: default key of :func:`local_rpc_cluster`
@@ -278,24 +280,3 @@ def runner_from_spec(spec: str, **kwargs):
     host, port, key = parse_rpc_spec(spec)
     return rpc_runner(host, port, key, **kwargs)
 
-
-# ----------------------------------------------------------------------------- artifacts
-def export_so(rt_mod) -> str:
-    """Export a built module as a linked ``.so`` (for servers without a C compiler)."""
-    path = os.path.join(tempfile.mkdtemp(prefix="tvm_tmp_mod."), "tvm_tmp_mod.so")
-    rt_mod.export_library(path)
-    return path
-
-
-def build_so_in_worker(mod, target) -> str:
-    """``build_fn`` for :func:`~cwm.tuning.pooled_builder.PooledBuilder` producing ``.so``
-    artifacts (CUDA code generation is enabled for cuda targets, see :mod:`cwm.targets.cuda`)."""
-    from tvm.s_tir.meta_schedule.builder.local_builder import default_build
-
-    if target.kind.name == "cuda":
-        from cwm.targets.cuda import enable_cuda_codegen
-
-        enable_cuda_codegen(target)
-    with target:
-        rt_mod = default_build(mod, target, None)
-    return export_so(rt_mod)

@@ -77,12 +77,12 @@ class FastSettings:
         """A :func:`~cwm.tuning.pooled_builder.PooledBuilder` (default) or an
         :class:`~cwm.tuning.builder.InProcessBuilder`, with ``builder_workers`` workers.
 
-        ``target`` (a ``Target`` or anything :func:`~cwm.tuning.target.resolve_target` takes;
+        ``target`` (a ``Target`` or anything :func:`~cwm.target_spec.resolve_target` takes;
         optional): for a cuda target the builder embeds real GPU code (fatbin) in its artifacts,
         not CUDA source (docs/cuda.md): the pooled workers build with
-        :func:`cwm.targets.cuda.build_in_worker`, and for the in-process builder
-        :func:`cwm.targets.cuda.enable_cuda_codegen` is called here first (process-wide).
-        ``export="so"`` links ``.so`` artifacts (:func:`cwm.tuning.rpc.build_so_in_worker`,
+        :func:`cwm.tuning.pooled_builder.build_cuda_in_worker`, and for the in-process builder
+        :func:`cwm.cuda_toolchain.enable_cuda_codegen` is called here first (process-wide).
+        ``export="so"`` links ``.so`` artifacts (:func:`cwm.tuning.pooled_builder.build_so_in_worker`,
         which also enables the CUDA code generation in its worker).
         """
         cuda = target is not None and _target_kind(target) == "cuda"
@@ -92,20 +92,20 @@ class FastSettings:
             from cwm.tuning.builder import InProcessBuilder
 
             if cuda:
-                from cwm.targets.cuda import enable_cuda_codegen
+                from cwm.cuda_toolchain import enable_cuda_codegen
 
                 enable_cuda_codegen(target)
             f_export = None
             if self.export == "so":
-                from cwm.tuning.rpc import export_so as f_export
+                from cwm.tuning.pooled_builder import export_so as f_export
             return InProcessBuilder(max_workers=self.builder_workers, f_export=f_export)
         from cwm.tuning.pooled_builder import PooledBuilder
 
         build_fn = None
         if self.export == "so":
-            from cwm.tuning.rpc import build_so_in_worker as build_fn
+            from cwm.tuning.pooled_builder import build_so_in_worker as build_fn
         elif cuda:
-            from cwm.targets.cuda import build_in_worker as build_fn
+            from cwm.tuning.pooled_builder import build_cuda_in_worker as build_fn
         return PooledBuilder(max_workers=self.builder_workers, timeout_sec=self.build_timeout_s, build_fn=build_fn)
 
     def runner(self):
@@ -121,18 +121,18 @@ class FastSettings:
 
 
 def _target_kind(target) -> str:
-    """``"llvm"``, ``"cuda"``, ... of a ``Target`` or a spec :func:`~cwm.tuning.target.resolve_target` takes."""
+    """``"llvm"``, ``"cuda"``, ... of a ``Target`` or a spec :func:`~cwm.target_spec.resolve_target` takes."""
     kind = getattr(target, "kind", None)
     if kind is not None:
         return kind.name
-    from cwm.tuning.target import resolve_target
+    from cwm.target_spec import resolve_target
 
     return resolve_target(target).kind.name
 
 
 def _check_cuda_compiler() -> None:
     """Fail early (not once per candidate in a worker) when no GPU code can be produced here."""
-    from cwm.targets.cuda import CudaUnavailable, _have_nvrtc, find_nvcc
+    from cwm.cuda_toolchain import CudaUnavailable, _have_nvrtc, find_nvcc
 
     if find_nvcc() is None and not _have_nvrtc():
         raise CudaUnavailable("tuning for cuda builds real GPU code here and needs nvcc (set CWM_NVCC or put it "

@@ -10,6 +10,7 @@ on the futures.
 from __future__ import annotations
 
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from tvm.ir.utils import derived_object
@@ -28,6 +29,23 @@ class Clock:
     def add(self, part: str, start: float) -> None:
         self.seconds[part] += time.perf_counter() - start
 
+    @contextmanager
+    def timed(self, part: str, call: str | None = None):
+        """Add the time inside the ``with`` block to ``part`` (and count one ``call``), even if it raises."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.add(part, start)
+            if call is not None:
+                self.calls[call] += 1
+
+
+def _close(inner) -> None:
+    close = getattr(inner, "close", None)
+    if close is not None:
+        close()
+
 
 @derived_object
 class TimedCostModel(PyCostModel):
@@ -44,20 +62,12 @@ class TimedCostModel(PyCostModel):
         self.inner.save(path)
 
     def update(self, context, candidates, results) -> None:
-        start = time.perf_counter()
-        try:
+        with self.clock.timed("cost_model", "update"):
             self.inner.update(context, candidates, results)
-        finally:
-            self.clock.add("cost_model", start)
-            self.clock.calls["update"] += 1
 
     def predict(self, context, candidates):
-        start = time.perf_counter()
-        try:
+        with self.clock.timed("cost_model", "predict"):
             return self.inner.predict(context, candidates)
-        finally:
-            self.clock.add("cost_model", start)
-            self.clock.calls["predict"] += 1
 
 
 @derived_object
@@ -69,17 +79,11 @@ class TimedBuilder(PyBuilder):
         self.inner, self.clock = inner, clock
 
     def build(self, build_inputs):
-        start = time.perf_counter()
-        try:
+        with self.clock.timed("build", "build"):
             return self.inner.build(build_inputs)
-        finally:
-            self.clock.add("build", start)
-            self.clock.calls["build"] += 1
 
     def close(self) -> None:
-        close = getattr(self.inner, "close", None)
-        if close is not None:
-            close()
+        _close(self.inner)
 
 
 @derived_object
@@ -94,11 +98,8 @@ class TimedRunnerFuture(PyRunnerFuture):
         return self.inner.done()
 
     def result(self):
-        start = time.perf_counter()
-        try:
+        with self.clock.timed("run"):
             return self.inner.result()
-        finally:
-            self.clock.add("run", start)
 
 
 @derived_object
@@ -110,15 +111,9 @@ class TimedRunner(PyRunner):
         self.inner, self.clock = inner, clock
 
     def run(self, runner_inputs):
-        start = time.perf_counter()
-        try:
+        with self.clock.timed("run", "run"):
             futures = self.inner.run(runner_inputs)
-        finally:
-            self.clock.add("run", start)
-            self.clock.calls["run"] += 1
         return [TimedRunnerFuture(f, self.clock) for f in futures]
 
     def close(self) -> None:
-        close = getattr(self.inner, "close", None)
-        if close is not None:
-            close()
+        _close(self.inner)

@@ -1,6 +1,6 @@
 """``tune_tir``: MetaSchedule's ``tune_tir`` with cwm's fast defaults, and what it found.
 
-Defaults: the host target with ``mcpu`` (:mod:`cwm.tuning.target`), the worker-pool
+Defaults: the host target with ``mcpu`` (:mod:`cwm.target_spec`), the worker-pool
 builder/runner with timeouts and the small-population search of
 :class:`~cwm.tuning.settings.FastSettings`, MetaSchedule's XGBoost cost model. 64 trials of a
 256^3 matmul on 2 vCPUs (znver5, ``bench/fast_tuning.py``, idle machine): 14.0 s, best 142 us;
@@ -8,9 +8,10 @@ stock ``ms.tune_tir``: 57.7 s, best 665 us (on a slower znver3 box stock produce
 record in 600 s: every build timed out).
 
 :func:`tune` (exported as ``cwm.tune``) is the public one-task API on top of :func:`tune_tir`:
-it checks the workload, picks one of the cost models of :data:`COST_MODELS` and returns a
-:class:`TuneResult` with every measured record and the wall time split into search, cost
-model, build and run (measured by the wrappers of :mod:`cwm.tuning.timing`). See docs/tuning.md.
+it checks the workload, picks a cost model by name (the factory :mod:`cwm.cost_model.factory`)
+and returns a :class:`TuneResult` with every measured record and the wall time split into
+search, cost model, build and run (measured by the wrappers of :mod:`cwm.tuning.timing`).
+See docs/tuning.md.
 """
 from __future__ import annotations
 
@@ -22,14 +23,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from cwm.cost_model.factory import registered, resolve as resolve_cost_model  # cheap: no TVM, no torch
+from cwm.target_spec import resolve_target
 from cwm.tuning.settings import FastSettings
-from cwm.tuning.target import resolve_target
 
 #: Failed builds/runs are stored with this latency (seconds) by MetaSchedule.
 FAILED_SECS = 1e10
-
-#: The cost models :func:`tune` knows by name (see :func:`make_cost_model`).
-COST_MODELS = ("cwm", "xgb", "xgb-pretrained", "random")
 
 
 @dataclass
@@ -48,44 +47,6 @@ class TuneOutcome:
     timing: dict = field(default_factory=dict)
     #: the cost model that was used (unwrapped), e.g. a ``CWMCostModel`` to ``save``
     cost_model: Any = None
-
-
-def make_cost_model(spec="xgb", num_cores: int = 2, *, seed: int = 0, model_dir=None, pretrained_xgb=None,
-                    dataset="data/dataset", cache_dir=None):
-    """A MetaSchedule cost model from a name (:data:`COST_MODELS`) or as given.
-
-    * ``"cwm"`` -> :class:`~cwm.cost_model.CWMCostModel` on ``model_dir`` (None: the shipped
-      model, :func:`cwm.model.default_model_dir`);
-    * ``"xgb"`` -> ``XGBModel(num_tuning_cores=num_cores)``, MetaSchedule defaults otherwise;
-    * ``"xgb-pretrained"`` -> ``XGBModel`` loaded from ``pretrained_xgb`` (a file in cwm's
-      pickle-free format, written by this model's ``save`` or
-      :func:`~cwm.cost_model.xgb_pretrained.save_xgb_model`; TVM's pickle-based ``XGBModel.save``
-      tars are refused), or pre-trained on the training split of ``dataset`` and cached under
-      ``cache_dir`` (:mod:`cwm.cost_model.xgb_pretrained`). Both XGB models ``save``/``load`` in
-      that format, never through pickle;
-    * ``"random"`` -> MetaSchedule's ``RandomModel(seed=seed)``;
-    * any other string goes to ``CostModel.create``; a ``CostModel`` instance is returned as is.
-    """
-    from tvm.s_tir import meta_schedule as ms
-
-    if not isinstance(spec, str):
-        return spec
-    if spec == "xgb":
-        from cwm.cost_model.xgb_pretrained import make_xgb_model
-
-        return make_xgb_model(num_tuning_cores=num_cores)  # XGBModel, saved/loaded without pickle
-    if spec == "random":
-        return ms.cost_model.RandomModel(seed=seed)
-    if spec == "cwm":
-        from cwm.cost_model.cwm_model import AdaptConfig, CWMCostModel
-
-        return CWMCostModel(model_dir=model_dir, config=AdaptConfig(seed=seed))
-    if spec == "xgb-pretrained":
-        from cwm.cost_model.xgb_pretrained import load_pretrained_xgb, pretrained_xgb_path
-
-        path = pretrained_xgb or pretrained_xgb_path(dataset, seed=seed, cache_dir=cache_dir, num_threads=num_cores)
-        return load_pretrained_xgb(path, num_cores=num_cores, seed=seed)
-    return ms.cost_model.CostModel.create(spec)
 
 
 def summarize(database) -> tuple[int, int, float]:
@@ -201,16 +162,17 @@ def tune_tir(mod, target="llvm", trials: int = 64, work_dir: str | None = None,
              **cost_model_options) -> TuneOutcome:
     """Tune the TIR ``mod`` for ``trials`` measured candidates; see the module docstring.
 
-    ``target`` is anything :func:`~cwm.tuning.target.resolve_target` accepts; ``work_dir``
+    ``target`` is anything :func:`~cwm.target_spec.resolve_target` accepts; ``work_dir``
     (a fresh temp dir when None) receives MetaSchedule's JSON database and logs; ``runner``
     and ``builder`` override the pooled ones from ``settings`` (a MetaSchedule ``Runner`` /
     ``Builder``, used as is, or a name such as ``"local"``). For a cuda target the default
     builder embeds real GPU code (``settings.builder(target)``), and ``runner=None`` raises
     :class:`NoLocalGPU` unless this machine has a GPU (``tvm.cuda(0).exist``): pass an
     ``RPCRunner`` (:func:`cwm.tuning.rpc.runner_from_spec`). ``verbose`` shows MetaSchedule's
-    console log (otherwise it only goes to ``work_dir/logs``). ``cost_model`` and
-    ``cost_model_options`` go to :func:`make_cost_model` (with ``seed``); ``seed`` also seeds
-    MetaSchedule's search (``ms.tune_tir(seed=...)``). ``measure_callbacks`` are added after
+    console log (otherwise it only goes to ``work_dir/logs``). ``cost_model`` (a name or a
+    ``CostModel``) and ``cost_model_options`` go to the factory's
+    :func:`~cwm.cost_model.factory.resolve` (with ``seed``); ``seed`` also seeds MetaSchedule's
+    search (``ms.tune_tir(seed=...)``). ``measure_callbacks`` are added after
     MetaSchedule's default ones. Builder, runner and cost model are wrapped in timers
     (:mod:`cwm.tuning.timing`) and every measured candidate is recorded; both end up in the
     returned :class:`TuneOutcome` (``timing``, ``records``). ``work_dir`` is locked while it is
@@ -238,7 +200,7 @@ def tune_tir(mod, target="llvm", trials: int = 64, work_dir: str | None = None,
     cores = _num_cores(target)
     clock = Clock()
     start = time.perf_counter()
-    model = make_cost_model(cost_model, cores, seed=seed, **cost_model_options)
+    model = resolve_cost_model(cost_model, cores, seed=seed, **cost_model_options)
     setup_s = time.perf_counter() - start
     own_builder, own_runner = builder is None, runner is None
     builder = _as_builder(builder) if builder is not None else settings.builder(target)
@@ -372,8 +334,8 @@ def tune(workload, target="llvm", trials: int = 64, cost_model="cwm", work_dir: 
     check_workload(workload)
     if isinstance(trials, bool) or not isinstance(trials, int) or trials < 1:
         raise ValueError(f"trials must be an int >= 1 (candidates to measure), not {trials!r}")
-    if isinstance(cost_model, str) and cost_model not in COST_MODELS:
-        raise ValueError(f"unknown cost model {cost_model!r}; use one of {list(COST_MODELS)} or a CostModel")
+    if isinstance(cost_model, str) and cost_model not in registered():
+        raise ValueError(f"unknown cost model {cost_model!r}; use one of {list(registered())} or a CostModel")
     out = tune_tir(workload, target=target, trials=trials, work_dir=work_dir, cost_model=cost_model, seed=seed,
                    settings=settings, runner=runner, builder=builder, verbose=verbose, model_dir=model_dir,
                    pretrained_xgb=pretrained_xgb, dataset=dataset, cache_dir=cache_dir)

@@ -1,4 +1,8 @@
-"""``python -m cwm dataset {tasks,collect,stats,verify}``: the trajectory dataset from the command line."""
+"""``python -m cwm dataset {tasks,collect,stats,verify}``: the trajectory dataset from the command line.
+
+A top-level module (not ``cwm.dataset.cli``): ``collect`` runs :mod:`cwm.tuning.collect`, which
+sits above :mod:`cwm.dataset` (docs/architecture.md).
+"""
 from __future__ import annotations
 
 import argparse
@@ -47,7 +51,7 @@ def main(argv) -> int:
 
 
 def _collect(args) -> int:
-    from cwm.dataset.collect import CollectConfig, collect
+    from cwm.tuning.collect import CollectConfig, collect
     from cwm.dataset.store import DatasetStore
 
     store = DatasetStore(args.root)

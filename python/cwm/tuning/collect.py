@@ -1,5 +1,9 @@
 """The collector: measure candidates of each task on this machine and store them durably.
 
+It fills the trajectory dataset (:class:`cwm.dataset.store.DatasetStore`) by running tuning, so
+it sits in :mod:`cwm.tuning`, above the dataset package that the model reads
+(docs/architecture.md); ``python -m cwm dataset collect`` runs it (:mod:`cwm.dataset_cli`).
+
 Per task, two phases, both through MetaSchedule's own tuning loop (so measurement goes
 through its ``Runner`` interface and an ``RPCRunner`` plugs in unchanged):
 
@@ -147,7 +151,7 @@ def collect(store: DatasetStore, keys: list[str], target=None, cfg: CollectConfi
     ``ms.runner.RPCRunner`` to measure on the devices of a TVM RPC tracker.
     """
     from cwm.tuning.pooled_builder import PooledBuilder
-    from cwm.tuning.target import host_target
+    from cwm.target_spec import host_target
 
     target = target or host_target()
     todo = [k for k in keys if not store.is_finished(k)]
