@@ -45,11 +45,19 @@ def test_parse_types_whitespace_and_named_pipelines():
 
 
 @pytest.mark.parametrize("text, needle", [
-    ("cwm-import,cwm-fuse,cwm-build", "unknown pass 'cwm-fuse'; registered passes: cwm-import, cwm-keep-nan, cwm-bool-ops, "
-                                      "cwm-partition, cwm-tune, cwm-apply-db, cwm-build"),
+    ("cwm-import,cwm-fuse,cwm-build", "unknown pass 'cwm-fuse'; registered passes: cwm-import, cwm-keep-nan, "
+                                      "cwm-bool-ops, cwm-partition, cwm-tune, cwm-apply-db, cwm-gpu-dispatch, "
+                                      "cwm-gpu-default-schedules, cwm-build"),
     ("cwm-import,cwm-partition,cwm-tune{trails=8}", "pass 'cwm-tune' has no option 'trails'; its options: "
                                                     "trials, cost-model, seed"),
-    ("cwm-import,cwm-build{x=1}", "pass 'cwm-build' has no option 'x'; its options: none"),
+    ("cwm-import,cwm-build{x=1}", "pass 'cwm-build' has no option 'x'; its options: device-code, compiler"),
+    ("cwm-import,cwm-partition,cwm-gpu-default-schedules,cwm-apply-db,cwm-build",
+     "pass 'cwm-apply-db' must come before 'cwm-gpu-default-schedules'"),
+    ("cwm-import,cwm-partition,cwm-gpu-default-schedules,cwm-gpu-dispatch,cwm-build",
+     "pass 'cwm-gpu-dispatch' must come before 'cwm-gpu-default-schedules'"),
+    ("cwm-import,cwm-partition,cwm-build,cwm-gpu-default-schedules", "must come before 'cwm-build'"),
+    ("cwm-import,cwm-gpu-default-schedules,cwm-build", "'cwm-gpu-default-schedules' needs 'cwm-partition' earlier"),
+    ("cwm-import,cwm-build{device-code=sass}", "must be one of ['fatbin', 'cubin', 'ptx'], not 'sass'"),
     ("cwm-import,cwm-partition,cwm-tune{trials=eight}", "option 'trials' of pass 'cwm-tune' takes an int, not 'eight'"),
     ("cwm-import,cwm-partition,cwm-tune{trials=1.5}", "takes an int"),
     ("cwm-import,cwm-partition{lift-params=maybe}", "takes a bool"),
@@ -72,6 +80,48 @@ def test_pipeline_errors_name_what_is_registered(text, needle):
         resolve(text)
     assert needle in str(info.value)
     assert isinstance(info.value, ValueError)
+
+
+def test_named_pipelines_resolve_per_target_kind():
+    """resolve(name, target) picks NAME-KIND when it is named: the cuda pipelines spell out the GPU passes."""
+    import tvm
+
+    gpu = "cwm-gpu-dispatch,cwm-gpu-default-schedules,cwm-build{device-code=fatbin,compiler=auto}"
+    for name in ("default", "no-tune", "from-db"):
+        assert str(resolve(name, "llvm")) == str(resolve(name)) == PIPELINES[name]
+        cuda = resolve(name, "cuda")
+        assert str(cuda) == PIPELINES[f"{name}-cuda"] == PIPELINES[name].replace("cwm-build", gpu)
+        assert resolve(name, tvm.target.Target("nvidia/nvidia-h100")) == cuda == resolve(name, {"kind": "cuda"})
+        assert resolve(f"{name}-cuda", "cuda") == cuda
+    assert str(resolve("default", "cuda")) == ("cwm-import,cwm-keep-nan,cwm-bool-ops,cwm-partition,cwm-tune,"
+                                               f"cwm-apply-db,{gpu}")
+    text = "cwm-import,cwm-partition,cwm-build"  # a text is taken as written, for any target
+    assert str(resolve(text, "cuda")) == str(resolve(text, "llvm")) == text
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("default-cuda", "pass 'cwm-gpu-dispatch' is for cuda targets only, not llvm: remove it from the pipeline"),
+    ("cwm-import,cwm-partition,cwm-gpu-default-schedules,cwm-build",
+     "pass 'cwm-gpu-default-schedules' is for cuda targets only, not llvm"),
+    ("cwm-import,cwm-partition,cwm-build{device-code=ptx}",
+     "option 'device-code' of pass 'cwm-build' is for cuda targets only, not llvm"),
+    ("cwm-import,cwm-partition,cwm-build{compiler=nvcc}", "option 'compiler' of pass 'cwm-build' is for cuda"),
+])
+def test_cuda_only_passes_and_options_are_refused_for_llvm(text, needle, tiny_onnx, tmp_path):
+    import tvm
+
+    pipeline = resolve(text)  # without a target: not checked
+    with pytest.raises(PipelineError) as info:
+        resolve(text, "llvm")
+    assert needle in str(info.value)
+    with pytest.raises(PipelineError, match="for cuda targets only"):
+        cwm.compile(tiny_onnx, pipeline=text, work_dir=tmp_path / "wd")
+    assert not (tmp_path / "wd").exists()  # refused before anything ran
+    state = cc.CompileState(source=tiny_onnx, options=cc.CompileOptions(), target=tvm.target.Target("llvm"),
+                            work_dir=str(tmp_path))
+    with pytest.raises(PipelineError, match="for cuda targets only"):  # Pipeline.run checks it too
+        pipeline.run(state)
+    assert state.ran == []
 
 
 def test_pass_option_values_are_checked_in_of():
@@ -158,7 +208,8 @@ def test_cuda_tuning_without_a_gpu_or_runner_fails_clearly(tiny_onnx, tmp_path):
 
 
 def test_cuda_build_routes_to_targets_cuda(tiny_onnx, tmp_path):
-    """target="cuda" builds through cwm.targets.cuda.build_cuda (real device code, nvcc)."""
+    """target="cuda" runs the no-tune-cuda pipeline: its GPU passes, then cwm-build with device code
+    (cwm.targets.cuda.build_device_code, nvcc); the report says which pipeline ran."""
     try:
         model = cwm.compile(tiny_onnx, target="cuda", pipeline="no-tune", work_dir=tmp_path / "wd")
     except NotImplementedError as error:
@@ -168,7 +219,13 @@ def test_cuda_build_routes_to_targets_cuda(tiny_onnx, tmp_path):
         if type(error).__name__ == "CudaUnavailable":
             pytest.skip(str(error))
         raise
-    assert model.report["builder"] == "cwm.targets.cuda.build_cuda"
+    assert model.report["builder"] == "cwm.targets.cuda.build_device_code"
+    assert model.report["pipeline"] == model.pipeline == PIPELINES["no-tune-cuda"]
+    assert list(model.report["pass_seconds"]) == ["cwm-import", "cwm-keep-nan", "cwm-bool-ops", "cwm-partition",
+                                                  "cwm-gpu-dispatch", "cwm-gpu-default-schedules", "cwm-build"]
+    info = model.report["build_info"]
+    assert info["binary_format"] == "fatbin" and info["schedule_source"] == "default GPU schedules"
+    assert "fused_conv2d_add_relu" in info["default_scheduled_functions"]
     assert model.target.kind.name == "cuda"
     out = model.export(tmp_path / "out")
     from cwm.targets.cuda import has_device_code

@@ -17,6 +17,7 @@ import numpy as np
 import pytest
 
 from cwm.targets.cuda import find_nvcc
+from tests.compile_helpers import tiny_onnx  # noqa: F401  (fixture)
 
 pytestmark = pytest.mark.skipif(
     find_nvcc() is None or not any(shutil.which(c) for c in ("cc", "gcc", "clang")),
@@ -190,6 +191,90 @@ def test_tuned_schedules_are_used_and_reported(tmp_path):
     assert build.export_library(str(tmp_path / "tiny_tuned.so"))["has_device_code"]
     assert not any(isinstance(f, tirx.PrimFunc) for _, f in model.functions_items())  # input left as it was
     assert "tirx.is_scheduled" not in dict(mod["main"].attrs or {})
+
+
+def _sort_model():
+    """sort -> cumsum -> top-k -> add: ops that LegalizeOps leaves for GPU targets (cwm-gpu-dispatch's)."""
+    from tvm import relax
+
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((1, 64), "float32"))
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            y = bb.emit(relax.op.cumsum(bb.emit(relax.op.sort(x, axis=-1)), axis=-1))
+            top = bb.emit(relax.op.topk(y, 4, axis=-1))
+            out = bb.emit_output(bb.emit(relax.op.add(top[0], relax.const(1.0))))
+        bb.emit_func_output(out)
+    return bb.get()
+
+
+def test_compile_route_builds_the_pipelines_module(tiny_onnx, tmp_path, monkeypatch):
+    """cwm.compile for cuda: cwm-partition fuses once, cwm-apply-db applies the database once, the GPU
+    passes schedule the rest, cwm-build builds that module (no build_cuda, no second fuse/apply)."""
+    import cwm
+    import cwm.partition
+    import cwm.targets.cuda
+    import cwm.tuning.relax_model
+    from cwm.compile.api import run_pipeline
+    from cwm.compile.pipeline import PIPELINES
+    from cwm.targets.cuda import TUNED, cuda_target, has_device_code
+
+    from tvm.s_tir import meta_schedule as ms
+
+    _quiet_ms_logs()
+    target = cuda_target("cuda")
+    work_dir = tmp_path / "wd"
+    tasks = run_pipeline(tiny_onnx, pipeline="cwm-import,cwm-keep-nan,cwm-bool-ops,cwm-partition", target="cuda",
+                         work_dir=work_dir).tasks
+    matmul = next(t for t in tasks if t.task_name == "fused_matmul_add1")
+    _sampled_record(matmul.dispatched[0], target, ms.database.JSONDatabase(
+        str(work_dir / "database_workload.json"), str(work_dir / "database_tuning_record.json")))
+    calls = {"fuse": 0, "apply": 0}
+
+    def counted(name, fn):
+        def wrapper(*args, **kwargs):
+            calls[name] += 1
+            return fn(*args, **kwargs)
+        return wrapper
+
+    monkeypatch.setattr(cwm.partition, "fuse", counted("fuse", cwm.partition.fuse))
+    monkeypatch.setattr(cwm.tuning.relax_model, "apply_database",
+                        counted("apply", cwm.tuning.relax_model.apply_database))
+    monkeypatch.setattr(cwm.targets.cuda, "build_cuda",
+                        lambda *a, **k: pytest.fail("the compile route called build_cuda"))
+    model = cwm.compile(tiny_onnx, target="cuda", pipeline="from-db", work_dir=work_dir)
+    assert calls == {"fuse": 1, "apply": 1}
+    assert model.report["pipeline"] == PIPELINES["from-db-cuda"]
+    info = model.report["build_info"]
+    assert info["tuned_functions"] == ["fused_matmul_add1"] and info["pre_scheduled_functions"] == []
+    assert info["default_scheduled_functions"] == ["fused_conv2d_add_relu", "reshape", "reshape1", "transpose"]
+    assert info["schedule_source"] == f"{TUNED}: 1 of 5 functions, default GPU schedules: 4 of 5 functions"
+    assert has_device_code(os.path.join(model.export(tmp_path / "out"), "model.so"))["formats"] == ["fatbin"]
+
+
+def test_gpu_dispatch_pass_gives_sort_and_scan_gpu_kernels(tmp_path):
+    """LegalizeOps keeps sort/cumsum/top-k for GPU targets; cwm-gpu-dispatch makes them TVM's GPU kernels."""
+    import cwm
+    from cwm.compile.api import run_pipeline
+
+    partitioned = run_pipeline(_sort_model(), pipeline="cwm-import,cwm-partition", target="cuda").mod
+    assert "R.sort(" in partitioned["main"].script()
+    model = cwm.compile(_sort_model(), target="cuda", pipeline="no-tune", work_dir=tmp_path / "wd")
+    info = model.report["build_info"]
+    assert info["pre_scheduled_functions"] == ["gpu_2d_continuous_cumsum", "sort", "topk"], info
+    assert info["default_scheduled_functions"] == ["fused_add"], info
+    assert os.path.exists(os.path.join(model.export(tmp_path / "out"), "model.so"))
+
+
+def test_cuda_pipeline_without_gpu_schedules_is_a_clear_error(tiny_onnx, tmp_path):
+    import cwm
+    from cwm.compile.errors import PipelineError
+
+    with pytest.raises(PipelineError) as info:
+        cwm.compile(tiny_onnx, target="cuda", pipeline="cwm-import,cwm-partition,cwm-build", work_dir=tmp_path)
+    message = str(info.value)
+    assert message.startswith("cwm-build: 5 TIR function(s) have no GPU schedule (fused_conv2d_add_relu, "), message
+    assert "put cwm-gpu-default-schedules before cwm-build" in message, message
 
 
 def test_has_device_code_on_files_and_bytes(tmp_path):

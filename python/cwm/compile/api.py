@@ -1,8 +1,9 @@
 """``cwm.compile(model, ...) -> CompiledModel`` and ``cwm.load(dir) -> CompiledModel``.
 
 :func:`compile` = :func:`run_pipeline` (import, partition, tune, apply the database, build:
-``CompileOptions.pipeline``) + a :class:`~cwm.compile.compiled_model.CompiledModel` around the
-result, with a report of what was done. docs/compile.md has the whole story.
+``CompileOptions.pipeline``, a name resolved for the target, e.g. ``default`` -> ``default-cuda``)
++ a :class:`~cwm.compile.compiled_model.CompiledModel` around the result, with a report of what
+was done. docs/compile.md has the whole story.
 """
 from __future__ import annotations
 
@@ -44,8 +45,8 @@ def run_pipeline(model, options: CompileOptions | None = None, **kwargs):
     from cwm.target_spec import resolve_target
 
     options = make_options(options, caller="cwm.compile.run_pipeline()", **kwargs)
-    pipeline = resolve(options.pipeline)
     target = resolve_target(options.target)
+    pipeline = resolve(options.pipeline, target)  # a name picks the target's variant: default -> default-cuda
     work_dir = os.fspath(options.work_dir) if options.work_dir else tempfile.mkdtemp(prefix="cwm_compile_")
     os.makedirs(work_dir, exist_ok=True)
     state = CompileState(source=model, options=options, target=target, work_dir=work_dir)
@@ -79,8 +80,9 @@ def compile(model, options: CompileOptions | None = None, **kwargs):  # noqa: A0
     from cwm.compile.tuning import database_files
 
     options = make_options(options, **kwargs)
-    if "cwm-build" not in resolve(options.pipeline).names:
-        raise CompileError(f"pipeline {str(resolve(options.pipeline))!r} has no cwm-build pass, so there is "
+    pipeline = resolve(options.pipeline, options.target)
+    if "cwm-build" not in pipeline.names:
+        raise CompileError(f"pipeline {str(pipeline)!r} has no cwm-build pass, so there is "
                            "nothing to run; use cwm.compile.run_pipeline for partial pipelines")
     state = run_pipeline(model, options)
     temporary = not options.work_dir  # run_pipeline's own temporary folder: removed here, success or not
@@ -136,15 +138,33 @@ def _report(state) -> dict:
     }
 
 
+#: the passes after cwm-apply-db that build: the untuned baseline runs them on the fused module
+_BUILD_PASSES = ("cwm-gpu-dispatch", "cwm-gpu-default-schedules", "cwm-build")
+
+
 def _measure(compiled, state, options) -> None:
-    """Latency after (this model) and before tuning (the fused module built without the database)."""
+    """Latency after (this model) and before tuning: the fused module (cwm-partition's, no
+    database) through the pipeline's own build passes, with their options (cuda: dispatch,
+    default GPU schedules, device code)."""
+    import dataclasses
+
     from cwm.compile.compiled_model import CompiledModel
-    from cwm.compile.passes import build
+    from cwm.compile.passes import get_pass
+    from cwm.compile.pipeline import parse
 
     inputs = compiled.example_inputs(options.seed)
     compiled.report["latency_after_us"] = compiled.benchmark(*inputs, runs=options.bench_runs)["median_us"]
     if state.fused is None:
         return
-    executable, _, _ = build(state.fused, state.target)
-    untuned = CompiledModel(executable, state.target, state.inputs, state.outputs, state.params, state.param_mode)
+    baseline = dataclasses.replace(state, mod=state.fused, ran=[n for n in state.ran if n not in _BUILD_PASSES],
+                                   tuned_functions=[], default_scheduled_functions=[], pre_scheduled_functions=[],
+                                   executable=None)
+    mod = state.fused
+    for invocation in parse(state.pipeline):
+        if invocation.name in _BUILD_PASSES:
+            spec = get_pass(invocation.name)
+            mod = spec.run(baseline, mod, spec.resolve(invocation.given, baseline.options))
+            baseline.ran.append(invocation.name)
+    untuned = CompiledModel(baseline.executable, state.target, state.inputs, state.outputs, state.params,
+                            state.param_mode)
     compiled.report["latency_before_us"] = untuned.benchmark(*inputs, runs=options.bench_runs)["median_us"]

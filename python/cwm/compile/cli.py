@@ -29,8 +29,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="while another compile uses --work-dir, wait at most this long for its lock "
                              "(default: wait until it is done)")
     parser.add_argument("--pipeline", default="default",
-                        help="a pipeline name (default, no-tune, from-db) or text such as "
-                             "'cwm-import,cwm-partition,cwm-tune{trials=8},cwm-apply-db,cwm-build'")
+                        help="a pipeline name (default, no-tune, from-db; for --target cuda they mean "
+                             "default-cuda, no-tune-cuda, from-db-cuda) or text such as "
+                             "'cwm-import,cwm-partition,cwm-tune{trials=8},cwm-apply-db,cwm-build'; the summary "
+                             "prints the pipeline that ran")
     parser.add_argument("--input-shape", action="append", default=[], metavar="NAME=D0,D1,...",
                         help="static shape for an ONNX input with symbolic dimensions (repeatable)")
     parser.add_argument("--seed", type=int, default=0)

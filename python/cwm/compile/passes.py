@@ -1,23 +1,39 @@
 """The named cwm passes, their typed options, and how each becomes a TVM module pass.
 
-=================  ===================================  =====================================
-pass               options (type, default)              does
-=================  ===================================  =====================================
-``cwm-import``     --                                   model -> Relax module (weights detached)
-``cwm-keep-nan``   ``enabled`` (bool)                   relu / clip / max / min keep NaN
-                                                        (:mod:`cwm.compile.keep_nan`)
-``cwm-bool-ops``   --                                   comparisons / arithmetic on bool tensors
-                                                        as uint8 / int32 ops that TVM can build
-                                                        (:mod:`cwm.compile.bool_ops`)
-``cwm-partition``  ``lift-params`` (bool, true)         lift weight-only work into
-                                                        ``main_transform_params``, legalize,
-                                                        fuse, extract ``main``'s tasks
-``cwm-tune``       ``trials`` (int), ``cost-model``     tune every task into ``work_dir``'s
-                   (str), ``seed`` (int)                JSON database (resumable)
-``cwm-apply-db``   --                                   swap in the best schedules found
-``cwm-build``      --                                   ``tvm.compile`` (llvm) or
-                                                        ``cwm.targets.cuda.build_cuda`` (cuda)
-=================  ===================================  =====================================
+=============================  ==================================  ================================
+pass                           options (type, default)             does
+=============================  ==================================  ================================
+``cwm-import``                 --                                  model -> Relax module (weights
+                                                                   detached)
+``cwm-keep-nan``               ``enabled`` (bool)                  relu / clip / max / min keep NaN
+                                                                   (:mod:`cwm.compile.keep_nan`)
+``cwm-bool-ops``               --                                  comparisons / arithmetic on bool
+                                                                   tensors as uint8 / int32 ops
+                                                                   that TVM can build
+                                                                   (:mod:`cwm.compile.bool_ops`)
+``cwm-partition``              ``lift-params`` (bool, true)        lift weight-only work into
+                                                                   ``main_transform_params``,
+                                                                   legalize, fuse, extract
+                                                                   ``main``'s tasks
+``cwm-tune``                   ``trials`` (int), ``cost-model``    tune every task into
+                               (str), ``seed`` (int)               ``work_dir``'s JSON database
+                                                                   (resumable)
+``cwm-apply-db``               --                                  swap in the best schedules found
+``cwm-gpu-dispatch``           --                                  cuda only: sort / scan / top-k /
+                                                                   sampling ops -> TVM's GPU kernels
+                                                                   (``gpu_library_dispatch``)
+``cwm-gpu-default-schedules``  --                                  cuda only: DLight for every
+                                                                   function without a schedule
+                                                                   (``apply_default_gpu_schedules``)
+``cwm-build``                  ``device-code`` (str, fatbin),      llvm: ``tvm.compile``; cuda:
+                               ``compiler`` (str, auto); both      ``build_device_code`` (nvcc /
+                               cuda only                           NVRTC device code)
+=============================  ==================================  ================================
+
+The functions named for the cuda passes are in :mod:`cwm.targets.cuda`. A pass or option for
+one target kind (``targets=``) used with another is a ``PipelineError`` when the pipeline is
+resolved for that target or run (docs/compile.md, "Passes for one target kind"); the cuda
+pipelines (``default-cuda`` ..., :mod:`cwm.compile.pipeline`) run them.
 
 An option left out takes its value from the :class:`~cwm.compile.options.CompileOptions`
 field it stands for (``trials`` <- ``trials_per_task``, ``cost-model`` <- ``cost_model``,
@@ -31,6 +47,7 @@ from typing import Any, Callable
 
 from cwm.compile.errors import CompileError, PipelineError
 from cwm.cost_model.factory import registered as cost_models  # cheap: no TVM, no torch
+from cwm.cuda_toolchain import FORMATS  # cheap: no TVM
 
 
 @dataclass(frozen=True)
@@ -45,6 +62,8 @@ class Option:
     choices: tuple | Callable[[], tuple] | None = None
     #: the ``CompileOptions`` field used when the option is not given (``default`` is then ignored)
     field: str | None = None
+    #: target kinds the option may be written for (empty: any)
+    targets: tuple = ()
 
     @property
     def kind(self) -> str:
@@ -110,6 +129,19 @@ class PassSpec:
     doc: str = ""
     #: passes that must not come before this one (it rewrites what they consume)
     before: tuple = ()
+    #: target kinds the pass runs for (empty: any); others are a ``PipelineError``
+    targets: tuple = ()
+
+    def check_target(self, kind: str, given: dict, pipeline: str) -> None:
+        """``PipelineError`` when this pass, or an option written for it, is not for targets of ``kind``."""
+        if self.targets and kind not in self.targets:
+            raise PipelineError(f"pass {self.name!r} is for {' and '.join(self.targets)} targets only, not {kind}: "
+                                f"remove it from the pipeline {pipeline!r}")
+        for name in given:
+            option = self.option(name)
+            if option.targets and kind not in option.targets:
+                raise PipelineError(f"option {name!r} of pass {self.name!r} is for {' and '.join(option.targets)} "
+                                    f"targets only, not {kind}: remove it from the pipeline {pipeline!r}")
 
     def option(self, name: str) -> Option:
         for option in self.options:
@@ -159,16 +191,17 @@ class PassSpec:
 PASSES: dict = {}
 
 
-def register_pass(name: str, options=(), requires=(), doc: str = "", before=()):
+def register_pass(name: str, options=(), requires=(), doc: str = "", before=(), targets=()):
     """Decorator registering ``run(state, mod, options) -> IRModule`` as the pass ``name``.
 
-    ``requires``: passes that must come earlier; ``before``: passes that must not.
+    ``requires``: passes that must come earlier; ``before``: passes that must not; ``targets``:
+    the target kinds it is for (empty: any).
     """
     def wrap(run):
         if name in PASSES:
             raise ValueError(f"a pass named {name!r} is already registered")
         PASSES[name] = PassSpec(name, run, tuple(options), tuple(requires), doc or (run.__doc__ or "").strip(),
-                                tuple(before))
+                                tuple(before), tuple(targets))
         return run
 
     return wrap
@@ -274,7 +307,8 @@ def _tune(state, mod, options):
     return mod
 
 
-@register_pass("cwm-apply-db", requires=("cwm-partition",))
+@register_pass("cwm-apply-db", requires=("cwm-partition",),
+               before=("cwm-gpu-default-schedules",))  # a schedule given first would hide the tuned one
 def _apply_db(state, mod, options):
     """Replace every function that has records in the database by its best schedule
     (``relax.transform.MetaScheduleApplyDatabase``); the database is cwm-tune's, or the one in
@@ -287,26 +321,83 @@ def _apply_db(state, mod, options):
             raise CompileError(f"cwm-apply-db: no tuning database in work_dir {state.work_dir!r}; run cwm-tune "
                                "first or pass the work_dir of an earlier compile")
         state.database = open_database(state.work_dir)
+    before = _scheduled_names(mod)
     tuned = apply_database(mod, state.target, state.database)
     state.scheduled_functions = count_scheduled(tuned)
+    state.tuned_functions = sorted(_scheduled_names(tuned) - before)
     return tuned
 
 
-@register_pass("cwm-build", requires=("cwm-import",))
+def _scheduled_names(mod) -> set:
+    from tvm import tirx
+
+    return {gv.name_hint for gv, f in mod.functions_items() if isinstance(f, tirx.PrimFunc)
+            and f.attrs is not None and bool(f.attrs.get("tirx.is_scheduled", False))}
+
+
+@register_pass("cwm-gpu-dispatch", requires=("cwm-partition",), before=("cwm-gpu-default-schedules", "cwm-build"),
+               targets=("cuda",))
+def _gpu_dispatch(state, mod, options):
+    """TVM's cuda library dispatch (``DispatchSampling``, ``DispatchSortScan``): the sort, argsort,
+    top-k, cumsum/cumprod and sampling ops that LegalizeOps leaves for GPU targets become TVM's
+    GPU kernels, which arrive scheduled (:func:`cwm.targets.cuda.gpu_library_dispatch`). A model
+    without such ops passes through unchanged."""
+    from cwm.targets.cuda import gpu_library_dispatch
+
+    return gpu_library_dispatch(mod, state.target)
+
+
+@register_pass("cwm-gpu-default-schedules", requires=("cwm-partition",), before=("cwm-build",), targets=("cuda",))
+def _gpu_default_schedules(state, mod, options):
+    """Give every TIR function without a schedule TVM's default GPU schedule (DLight: Matmul, GEMV,
+    Reduction, GeneralReduction, Fallback); functions that arrive scheduled (cwm-apply-db's tuned
+    ones, cwm-gpu-dispatch's kernels) are kept (:func:`cwm.targets.cuda.apply_default_gpu_schedules`).
+    Unscheduled TIR cannot run on a GPU: without this pass every function needs a tuned schedule."""
+    from cwm.targets.cuda import apply_default_gpu_schedules
+
+    out, default, scheduled = apply_default_gpu_schedules(mod, state.target)
+    state.default_scheduled_functions = default
+    state.pre_scheduled_functions = [n for n in scheduled if n not in state.tuned_functions]
+    return out
+
+
+@register_pass("cwm-build", options=(
+    Option("device-code", str, "fatbin", "cuda: the GPU code embedded (nvcc makes any; NVRTC cubin or ptx)",
+           choices=FORMATS, targets=("cuda",)),
+    Option("compiler", str, "auto", "cuda: nvcc, nvrtc or auto (nvcc when found)",
+           choices=("auto", "nvcc", "nvrtc"), targets=("cuda",)),
+), requires=("cwm-import",))
 def _build(state, mod, options):
-    """Build the module for the target: ``tvm.compile`` for llvm, ``cwm.targets.cuda.build_cuda``
-    for cuda. The executable goes to ``state.executable``; the module passes through."""
-    state.executable, state.builder_name, state.build_info = build(mod, state.target,
-                                                                   state.legalize_input)
+    """Build the module for the target: ``tvm.compile`` for llvm; for cuda
+    :func:`cwm.targets.cuda.build_device_code` (nvcc / NVRTC device code, options ``device-code``
+    and ``compiler``) on the module as the passes before left it, which must be scheduled.
+    The executable goes to ``state.executable``; the module passes through."""
+    if state.target.kind.name == "cuda" and "cwm-gpu-default-schedules" not in state.ran:
+        from cwm.targets.cuda import unscheduled_functions
+
+        missing = unscheduled_functions(mod)
+        if missing:
+            shown = ", ".join(missing[:5]) + (f" and {len(missing) - 5} more" if len(missing) > 5 else "")
+            raise PipelineError(f"cwm-build: {len(missing)} TIR function(s) have no GPU schedule ({shown}) and "
+                                "a GPU cannot run unscheduled TIR; put cwm-gpu-default-schedules before cwm-build "
+                                "(after cwm-apply-db), as the cuda pipelines do (default-cuda, no-tune-cuda, "
+                                "from-db-cuda)")
+    schedules = {"tuned": state.tuned_functions, "default": state.default_scheduled_functions,
+                 "pre": state.pre_scheduled_functions}
+    state.executable, state.builder_name, state.build_info = build(
+        mod, state.target, state.legalize_input, compiler=options["compiler"], device_code=options["device_code"],
+        schedules=schedules)
     return mod
 
 
-def build(mod, target, source=None):
+def build(mod, target, source=None, *, compiler: str = "auto", device_code: str = "fatbin", schedules=None):
     """``(executable, builder name, build info dict)`` of the Relax module ``mod`` for ``target``.
 
     llvm: ``tvm.compile`` (functions without a tuned schedule are lowered unscheduled, which is
-    valid on a CPU). cuda: :func:`cwm.targets.cuda.build_cuda`, which embeds real device code
-    (nvcc) and gives every function without a schedule TVM's default GPU schedule (DLight).
+    valid on a CPU). cuda: :func:`cwm.targets.cuda.build_device_code`, which embeds real device
+    code (``device_code``: fatbin, cubin or ptx; ``compiler``: auto, nvcc or nvrtc); every TIR
+    function must be scheduled already (cwm-apply-db, cwm-gpu-dispatch, cwm-gpu-default-schedules).
+    ``schedules`` (``{"tuned", "default", "pre"}``: function names) goes into the cuda build info.
     An llvm build that fails raises :class:`~cwm.compile.errors.BuildError` naming the TIR
     function, its Relax callers and ops (``source``: the module before legalization, for the op
     names; :mod:`cwm.compile.failure_origin`).
@@ -324,17 +415,11 @@ def build(mod, target, source=None):
 
             raise build_failure(error, mod, target, "cwm-build", source) from error
     if kind == "cuda":
-        try:
-            from cwm.targets.cuda import build_cuda
-        except ImportError as error:
-            raise NotImplementedError(
-                "building for cuda needs cwm.targets.cuda.build_cuda(mod, target) (compiles the device code "
-                f"with nvcc); it is not available in this installation ({error})") from error
-        import dataclasses
+        from cwm.targets.cuda import build_device_code
 
-        built = build_cuda(mod, target)
-        executable = getattr(built, "executable", built)
-        info = getattr(built, "info", None)
-        info = dataclasses.asdict(info) if dataclasses.is_dataclass(info) else {}
-        return executable, "cwm.targets.cuda.build_cuda", info
+        schedules = schedules or {}
+        built = build_device_code(mod, target, compiler=compiler, fmt=device_code,
+                                  tuned=schedules.get("tuned", ()), default=schedules.get("default", ()),
+                                  pre=schedules.get("pre", ()))
+        return built.executable, "cwm.targets.cuda.build_device_code", built.info.as_dict()
     raise CompileError(f"cwm.compile builds for llvm and cuda targets, not {kind!r}")

@@ -11,7 +11,10 @@ Grammar (whitespace between tokens is ignored; :meth:`Pipeline.__str__` writes n
 Values are typed by the pass's :class:`~cwm.compile.passes.Option` (int, float, bool
 ``true``/``false``, str). ``str(parse(text)) == text`` for any text written without spaces,
 and ``parse(str(p)) == p`` for every pipeline. :data:`PIPELINES` names a few pipelines;
-:func:`resolve` accepts a name, a text or a :class:`Pipeline`.
+:func:`resolve` accepts a name, a text or a :class:`Pipeline`, and a target: for a target of
+kind ``KIND`` the name ``NAME`` means ``NAME-KIND`` when that is named too (``default`` for cuda
+is ``default-cuda``, with the GPU passes), else ``NAME``. So a compile's pipeline text, which its
+report and ``cwm compile`` print, is all it runs (docs/compile.md, "What a CUDA compile runs").
 """
 from __future__ import annotations
 
@@ -24,13 +27,22 @@ from cwm.compile.passes import get_pass
 _NAME = re.compile(r"[a-z][a-z0-9-]*\Z")
 _VALUE = re.compile(r"[^,{}=\s]+\Z")
 
-#: Named pipelines.
+_FRONT = "cwm-import,cwm-keep-nan,cwm-bool-ops,cwm-partition"
+#: what a cuda build adds: TVM's GPU kernels for sort/scan/sampling, DLight for every function
+#: without a (tuned) schedule, nvcc device code
+_CUDA_BUILD = "cwm-gpu-dispatch,cwm-gpu-default-schedules,cwm-build{device-code=fatbin,compiler=auto}"
+
+#: Named pipelines. ``NAME-KIND`` is what ``NAME`` resolves to for a target of kind ``KIND``.
 PIPELINES = {
-    "default": "cwm-import,cwm-keep-nan,cwm-bool-ops,cwm-partition,cwm-tune,cwm-apply-db,cwm-build",
+    "default": f"{_FRONT},cwm-tune,cwm-apply-db,cwm-build",
     # default schedules only (llvm: TVM's unscheduled lowering), no measurement
-    "no-tune": "cwm-import,cwm-keep-nan,cwm-bool-ops,cwm-partition,cwm-build",
+    "no-tune": f"{_FRONT},cwm-build",
     # the best schedules already in work_dir's database, no measurement
-    "from-db": "cwm-import,cwm-keep-nan,cwm-bool-ops,cwm-partition,cwm-apply-db,cwm-build",
+    "from-db": f"{_FRONT},cwm-apply-db,cwm-build",
+    # the same for cuda targets (resolve("default", cuda) etc.)
+    "default-cuda": f"{_FRONT},cwm-tune,cwm-apply-db,{_CUDA_BUILD}",
+    "no-tune-cuda": f"{_FRONT},{_CUDA_BUILD}",
+    "from-db-cuda": f"{_FRONT},cwm-apply-db,{_CUDA_BUILD}",
 }
 
 
@@ -85,9 +97,10 @@ class Pipeline:
         pipeline.validate()
         return pipeline
 
-    def validate(self) -> None:
+    def validate(self, target=None) -> None:
         """Every pass is registered, appears once, comes after the passes it requires and before
-        the passes it must precede."""
+        the passes it must precede; with ``target`` (a ``Target`` or a spec), every pass and
+        option written is for its kind (:meth:`~cwm.compile.passes.PassSpec.check_target`)."""
         if not self.passes:
             raise PipelineError("a pipeline needs at least one pass")
         seen = []
@@ -104,6 +117,10 @@ class Pipeline:
                 raise PipelineError(f"pass {invocation.name!r} must come before {', '.join(map(repr, late))} "
                                     f"in the pipeline: {str(self)!r}")
             seen.append(invocation.name)
+        if target is not None:
+            kind = target_kind(target)
+            for invocation in self.passes:
+                get_pass(invocation.name).check_target(kind, invocation.given, str(self))
 
     def run(self, state, instruments=(), opt_level: int = 3):
         """Run the passes on ``state`` inside one ``tvm.transform.PassContext(instruments=...)``.
@@ -113,7 +130,7 @@ class Pipeline:
         """
         import tvm
 
-        self.validate()
+        self.validate(state.target)
         mod = state.mod if state.mod is not None else tvm.IRModule()
         with tvm.transform.PassContext(opt_level=opt_level, instruments=list(instruments)):
             for invocation in self.passes:
@@ -190,23 +207,51 @@ def parse(text: str) -> Pipeline:
     return pipeline
 
 
-def resolve(spec) -> Pipeline:
-    """A :class:`Pipeline` from a name in :data:`PIPELINES`, a pipeline text, or a ``Pipeline``."""
+def target_kind(target) -> str:
+    """``"llvm"``, ``"cuda"``, ...: the kind of a ``Target`` or of a target spec
+    (:func:`cwm.target_spec.resolve_target`)."""
+    kind = getattr(getattr(target, "kind", None), "name", None)
+    if kind is not None:
+        return kind
+    if isinstance(target, dict) and isinstance(target.get("kind"), str):
+        return target["kind"]
+    if isinstance(target, str) and target in ("llvm", "cuda"):
+        return target
+    from cwm.target_spec import resolve_target
+
+    return resolve_target(target).kind.name
+
+
+def resolve(spec, target=None) -> Pipeline:
+    """A :class:`Pipeline` from a name in :data:`PIPELINES`, a pipeline text, or a ``Pipeline``.
+
+    With ``target`` (a ``Target`` or a spec such as ``"cuda"``) a name ``NAME`` resolves to
+    ``NAME-KIND`` (``KIND``: the target's kind) when that is named, so ``resolve("default",
+    "cuda")`` is the ``default-cuda`` pipeline; and the pipeline is checked for the target (a
+    pass or option for another kind is a ``PipelineError``).
+    """
     if isinstance(spec, Pipeline):
-        spec.validate()
+        spec.validate(target)
         return spec
     if spec is None:
         spec = "default"
-    if isinstance(spec, str) and spec.strip() in PIPELINES:
-        return parse(PIPELINES[spec.strip()])
-    if isinstance(spec, str) and "," not in spec and "{" not in spec and not spec.strip().startswith("cwm-"):
+    name = spec.strip() if isinstance(spec, str) else None
+    if name in PIPELINES:
+        if target is not None and f"{name}-{target_kind(target)}" in PIPELINES:
+            name = f"{name}-{target_kind(target)}"
+        pipeline = parse(PIPELINES[name])
+    elif isinstance(spec, str) and "," not in spec and "{" not in spec and not name.startswith("cwm-"):
         raise PipelineError(f"unknown pipeline {spec!r}; named pipelines: {', '.join(PIPELINES)} "
                             "(or write one, e.g. 'cwm-import,cwm-partition,cwm-build')")
-    return parse(spec)
+    else:
+        pipeline = parse(spec)
+    pipeline.validate(target)
+    return pipeline
 
 
 def register_pipeline(name: str, text: str) -> None:
-    """Name the pipeline ``text`` (checked now) as ``name``."""
+    """Name the pipeline ``text`` (checked now) as ``name``; ``NAME-KIND`` (e.g. ``fast-cuda``) is
+    what ``NAME`` resolves to for targets of kind ``KIND``."""
     parse(text)
     if not _NAME.match(name) or name.startswith("cwm-"):
         raise ValueError(f"pipeline names are [a-z][a-z0-9-]* and do not start with 'cwm-': {name!r}")

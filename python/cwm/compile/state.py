@@ -46,17 +46,23 @@ class CompileState:
     database: Any = None
     #: per-task tuning summary (:class:`cwm.compile.tuning.TuningReport`)
     tuning: Any = None
-    #: TIR functions that got a tuned schedule (cwm-apply-db)
+    #: TIR functions that got a tuned schedule (cwm-apply-db): how many, and their names
     scheduled_functions: int = 0
+    tuned_functions: list = field(default_factory=list)
+    #: cuda: functions given TVM's default GPU schedule, and the ones that arrived scheduled
+    #: otherwise (dispatched GPU kernels, ...), by cwm-gpu-default-schedules
+    default_scheduled_functions: list = field(default_factory=list)
+    pre_scheduled_functions: list = field(default_factory=list)
     #: the built ``relax`` executable / runtime module (cwm-build)
     executable: Any = None
-    #: how it was built: "tvm.compile" or "cwm.targets.cuda.build_cuda"
+    #: how it was built: "tvm.compile" or "cwm.targets.cuda.build_device_code"
     builder_name: str = ""
     #: what the builder reported (cuda: arch, compiler, binary format, schedule source)
     build_info: dict = field(default_factory=dict)
     #: names of the passes that ran, in order
     ran: list = field(default_factory=list)
-    #: the pipeline as text, the seconds per cwm pass (Timing instrument), the whole run's seconds
+    #: the pipeline as text (resolved for the target: what ran), the seconds per cwm pass (Timing
+    #: instrument), the whole run's seconds
     pipeline: str = ""
     pass_seconds: dict = field(default_factory=dict)
     wall_s: float = 0.0

@@ -108,6 +108,8 @@ def generate_blocks(n: int, seed: int = 0, exclude: set[str] = frozenset(), targ
         params = _block_params(kind, rng)
         try:
             tasks = block_tasks(kind, params, target)
+        except (ImportError, NameError, AttributeError):  # a bug, not a rejected shape: never swallowed
+            raise
         except Exception:  # noqa: BLE001 - a shape the importer or topi rejects
             return []
         return [GeneratedWorkload(f"block_{kind}_{t.name}_{t.key[:6]}", f"block_{kind}", {**params, "task": t.name},

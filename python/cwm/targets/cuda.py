@@ -6,20 +6,27 @@ the nvcc/NVRTC compile hook), is the toolchain's part: :mod:`cwm.cuda_toolchain`
 Its public names (:func:`enable_cuda_codegen`, :func:`cuda_codegen_status`, :func:`cuda_target`,
 :func:`target_arch`, :func:`find_nvcc`, :class:`CudaUnavailable`) are importable from here too.
 
-:func:`build_cuda` builds a TIR or Relax module with it. Unscheduled TIR cannot run on a GPU
-(no thread bindings), so every function gets a schedule: the best record of a MetaSchedule
-``database`` when one is given ("tuned with CWM"), otherwise TVM's default GPU schedules
-(DLight: ``Matmul, GEMV, Reduction, GeneralReduction, Fallback``); the returned
-:class:`CudaBuildInfo` says which. :func:`has_device_code` inspects an exported library.
+The steps of a CUDA build, one function each; the cuda pipelines of ``cwm.compile`` run them as
+passes (docs/compile.md, "What a CUDA compile runs"):
+
+* :func:`gpu_library_dispatch` (``cwm-gpu-dispatch``): sort/scan/top-k/sampling ops -> TVM's
+  GPU kernels;
+* :func:`apply_default_gpu_schedules` (``cwm-gpu-default-schedules``): DLight for every function
+  without a schedule;
+* :func:`build_device_code` (``cwm-build`` for cuda): ``tvm.compile`` with nvcc/NVRTC device code.
+
+Unscheduled TIR cannot run on a GPU (no thread bindings), so every function needs a schedule:
+a tuned one (``cwm-apply-db``), one it arrived with, or TVM's default GPU schedules (DLight:
+``Matmul, GEMV, Reduction, GeneralReduction, Fallback``); :class:`CudaBuildInfo` says which.
+:func:`build_cuda` is the one-call form for a TIR or Relax module outside ``cwm.compile``
+(fused or not, with an optional database): the same functions, plus the fusion of
+:func:`cwm.partition.fuse` for a module that is not fused yet. :func:`has_device_code`
+(:mod:`cwm.targets.cuda_inspect`) inspects an exported library.
 """
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
 import re
-import struct
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -27,6 +34,7 @@ from typing import Any
 # the toolchain's names, re-exported: docs and callers use them as cwm.targets.cuda.<name>
 from cwm.cuda_toolchain import (FORMATS, CudaUnavailable, cuda_codegen_status, cuda_target,  # noqa: F401
                                 enable_cuda_codegen, find_nvcc, last_binary_format, target_arch)
+from cwm.targets.cuda_inspect import EM_CUDA, FATBIN_MAGIC, has_device_code  # noqa: F401
 
 log = logging.getLogger("cwm.targets.cuda")
 
@@ -35,14 +43,11 @@ DEFAULT_SCHEDULES = "default GPU schedules"
 TUNED = "tuned with CWM"
 PRE_SCHEDULED = "pre-scheduled (as given)"
 
-FATBIN_MAGIC = 0xBA55ED50
-EM_CUDA = 190  # ELF e_machine of a cubin
 
-
-# ----------------------------------------------------------------------------- build
+# ----------------------------------------------------------------------------- results
 @dataclass
 class CudaBuildInfo:
-    """How :func:`build_cuda` built a module."""
+    """How a CUDA module was built (:func:`build_device_code`, :func:`build_cuda`)."""
 
     kind: str                      # "tir" or "relax"
     target: str
@@ -78,7 +83,7 @@ class CudaBuild:
         return report
 
 
-def _schedule_source(tuned, default, pre) -> str:
+def schedule_source(tuned, default, pre) -> str:
     """One label when all functions share a source, else ``"label: k of n functions, ..."``."""
     groups = [(TUNED, tuned), (PRE_SCHEDULED, pre), (DEFAULT_SCHEDULES, default)]
     used = [(label, names) for label, names in groups if names]
@@ -90,6 +95,7 @@ def _schedule_source(tuned, default, pre) -> str:
     return ", ".join(f"{label}: {len(names)} of {total} functions" for label, names in used)
 
 
+# ----------------------------------------------------------------------------- schedules
 def _is_marked(func) -> bool:
     return func.attrs is not None and bool(func.attrs.get("tirx.is_scheduled", False))
 
@@ -109,6 +115,38 @@ def _prim_funcs(mod):
     return [(gv, f) for gv, f in mod.functions_items() if isinstance(f, tirx.PrimFunc)]
 
 
+def _is_relax(mod) -> bool:
+    from tvm import relax
+
+    return any(isinstance(f, relax.Function) for _, f in mod.functions_items())
+
+
+def _dispatch(mod, target):
+    import tvm
+    from tvm import relax
+
+    with target:
+        return tvm.transform.Sequential([relax.backend.DispatchSampling(), relax.backend.DispatchSortScan()])(mod)
+
+
+def gpu_library_dispatch(mod, target):
+    """``cwm-gpu-dispatch``: TVM's cuda library dispatch on a fused Relax module.
+
+    ``LegalizeOps`` leaves sort, argsort, top-k, cumsum/cumprod and sampling ops alone for GPU
+    targets; ``DispatchSampling`` and ``DispatchSortScan`` (``library_dispatch_passes`` of
+    ``tvm.relax.backend.cuda.pipeline``) turn them into TVM's GPU kernels, which arrive
+    scheduled. ``DecomposeOpsForInference`` + ``LegalizeOps`` then legalize what is left (nothing,
+    for the ops TVM 0.27 dispatches). A module without such ops passes through unchanged.
+    """
+    import tvm
+    from tvm import relax
+
+    mod = _dispatch(mod, target)
+    with target:
+        return tvm.transform.Sequential([relax.transform.DecomposeOpsForInference(),
+                                         relax.transform.LegalizeOps()])(mod)
+
+
 def default_gpu_schedules():
     """DLight's default GPU rules, as the cuda pipeline of TVM applies them."""
     from tvm.s_tir import dlight as dl
@@ -117,8 +155,8 @@ def default_gpu_schedules():
                                    dl.gpu.GeneralReduction(), dl.gpu.Fallback())
 
 
-def _mark_pre_scheduled(mod):
-    """Functions that arrive scheduled (``tirx.is_scheduled``, e.g. from
+def mark_pre_scheduled(mod):
+    """``(copy of mod, names)``: functions that arrive scheduled (``tirx.is_scheduled``, e.g. from
     ``MetaScheduleApplyDatabase``, or binding threads) are marked so DLight leaves them alone."""
     pre = []
     mod = mod.clone()  # never mutate the caller's module
@@ -129,6 +167,86 @@ def _mark_pre_scheduled(mod):
             mod[gv] = func.with_attr("tirx.is_scheduled", True)
             pre.append(gv.name_hint)
     return mod, sorted(pre)
+
+
+def apply_default_gpu_schedules(mod, target):
+    """``cwm-gpu-default-schedules``: ``(mod, default, scheduled)``, every TIR function of ``mod``
+    scheduled for the GPU.
+
+    Functions that arrive scheduled (``scheduled``: a tuned schedule from ``cwm-apply-db``, a
+    dispatched GPU kernel, anything binding threads) are kept; every other one gets TVM's default
+    GPU schedule (``default``: DLight, :func:`default_gpu_schedules`). The input is not mutated.
+    """
+    mod, scheduled = mark_pre_scheduled(mod)
+    with target:
+        mod = default_gpu_schedules()(mod)
+    default = sorted({gv.name_hint for gv, f in _prim_funcs(mod) if _is_marked(f)} - set(scheduled))
+    return mod, default, scheduled
+
+
+def unscheduled_functions(mod) -> list:
+    """Names of the TIR functions of ``mod`` that have no GPU schedule (not marked, no thread bindings)."""
+    return sorted(gv.name_hint for gv, f in _prim_funcs(mod) if not _is_marked(f) and not has_thread_bindings(f))
+
+
+# ----------------------------------------------------------------------------- build
+def _device_modules(executable):
+    """The imported (device) modules of a built executable, recursively."""
+    stack, out = list(executable.mod.imports), []
+    while stack:
+        module = stack.pop()
+        out.append(module)
+        stack.extend(module.imports)
+    return out
+
+
+def build_device_code(mod, target="cuda", *, compiler: str = "auto", fmt: str = "fatbin",
+                      tuned=(), default=(), pre=()) -> CudaBuild:
+    """``cwm-build`` for cuda: ``tvm.compile`` a scheduled TIR or Relax module with real device code.
+
+    Enables the nvcc/NVRTC hook (:func:`enable_cuda_codegen` with ``compiler``/``fmt``), then
+    builds: a Relax module with the rest of TVM's cuda pipeline (dataflow lowering and
+    finalization, ``tvm.relax.backend.cuda.pipeline``; its dispatch, legalization, fusion and
+    DLight steps are the passes before ``cwm-build``), a TIR module with ``tvm.compile``. Every
+    TIR function must have its schedule already. Raises ``RuntimeError`` when the device module
+    is the source-only fallback (the hook did not take). ``tuned``/``default``/``pre``: the
+    function names per schedule source, for :class:`CudaBuildInfo`.
+    """
+    import tvm
+
+    target = cuda_target(target)
+    status = enable_cuda_codegen(target, compiler=compiler, fmt=fmt)
+    start = time.perf_counter()
+    compiles0, compile_s0 = status["compiles"], status["compile_s"]
+    relax_mod = _is_relax(mod)
+    if relax_mod:
+        from tvm.relax.backend.cuda import pipeline as relax_cuda
+
+        @tvm.transform.module_pass(opt_level=0)
+        def lower(m, _ctx):
+            with target:
+                return tvm.transform.Sequential(relax_cuda.dataflow_lower_passes(target)
+                                                + relax_cuda.finalize_passes(target))(m)
+
+        with target:
+            executable = tvm.compile(mod, target=target, relax_pipeline=lower)
+    else:
+        with target:
+            executable = tvm.compile(mod, target=target)
+    stale = [m for m in _device_modules(executable) if m.kind == "cuda" and not m.is_runnable()]
+    if stale:  # the fallback (source-only) module: the hook did not take
+        raise RuntimeError("tvm.compile produced a source-only CUDA module despite the cwm codegen hook")
+    status = cuda_codegen_status()
+    tuned, default, pre = sorted(tuned), sorted(default), sorted(pre)
+    info = CudaBuildInfo(kind="relax" if relax_mod else "tir", target=str(target), arch=target_arch(target),
+                         compiler=status["compiler"], binary_format=last_binary_format() or fmt,
+                         runtime=status["runtime"], schedule_source=schedule_source(tuned, default, pre),
+                         tuned_functions=tuned, default_scheduled_functions=default, pre_scheduled_functions=pre,
+                         device_compiles=status["compiles"] - compiles0,
+                         compile_s=status["compile_s"] - compile_s0, build_s=time.perf_counter() - start)
+    log.info("cuda build: %s module for %s, schedules: %s, %s via %s", info.kind, info.arch,
+             info.schedule_source, info.binary_format, info.compiler)
+    return CudaBuild(executable, info)
 
 
 def _apply_tir_database(mod, target, database):
@@ -148,230 +266,58 @@ def _apply_tir_database(mod, target, database):
     return mod, tuned
 
 
-def _apply_default(mod, target):
-    before = {gv.name_hint for gv, f in _prim_funcs(mod) if _is_marked(f)}
-    with target:
-        mod = default_gpu_schedules()(mod)
-    after = {gv.name_hint for gv, f in _prim_funcs(mod) if _is_marked(f)}
-    return mod, sorted(after - before)
-
-
-def _device_modules(executable):
-    """The imported (device) modules of a built executable, recursively."""
-    stack, out = list(executable.mod.imports), []
-    while stack:
-        module = stack.pop()
-        out.append(module)
-        stack.extend(module.imports)
-    return out
-
-
-def _is_relax(mod) -> bool:
-    from tvm import relax
-
-    return any(isinstance(f, relax.Function) for _, f in mod.functions_items())
-
-
 def build_cuda(mod, target="cuda", *, database=None, params=None, compiler: str = "auto", fmt: str = "fatbin",
                export_path: str | None = None, scheduled_by: str | None = None) -> CudaBuild:
     """Build ``mod`` (TIR PrimFunc/IRModule, or a Relax IRModule) for ``target`` with real device code.
 
-    Schedules: a function found in the MetaSchedule ``database`` (e.g. from ``cwm.tune``)
-    gets its tuned schedule; functions that arrive scheduled (``tirx.is_scheduled`` set, as
-    ``MetaScheduleApplyDatabase`` does, or binding threads) are kept and counted as
-    ``scheduled_by`` (default :data:`PRE_SCHEDULED`; pass :data:`TUNED` when you applied a CWM
-    database yourself); every other function gets TVM's default GPU schedules (DLight). A Relax
-    module without TIR functions is first legalized and fused (the passes of
-    :func:`cwm.partition.fuse`, so tuned task names match); one that already holds TIR
-    functions (fused, maybe tuned) is only legalized, never re-fused. ``params``
-    (name -> array) are bound into ``main``. ``compiler``/``fmt``: see
-    :func:`enable_cuda_codegen`. ``export_path``: also export there (checked with
+    The one-call form of the cuda pipeline's steps for modules that did not come through
+    ``cwm.compile`` (which runs them as passes instead). A Relax module without TIR functions is
+    dispatched (TVM's cuda library dispatch) and fused with :func:`cwm.partition.fuse`
+    (``cwm-partition``'s fusion, so tuned task names match); one that already holds TIR functions
+    (fused, maybe tuned) goes through :func:`gpu_library_dispatch` only, never re-fused.
+    ``params`` (name -> array) are bound into ``main`` first. Schedules: a function found in the
+    MetaSchedule ``database`` (e.g. from ``cwm.tune``) gets its tuned schedule (Relax:
+    ``cwm-apply-db``'s :func:`cwm.tuning.relax_model.apply_database`); functions that arrive
+    scheduled are kept and counted as ``scheduled_by`` (default :data:`PRE_SCHEDULED`; pass
+    :data:`TUNED` when you applied a CWM database yourself); every other function gets DLight
+    (:func:`apply_default_gpu_schedules`). Then :func:`build_device_code` (``compiler``/``fmt``:
+    see :func:`enable_cuda_codegen`). ``export_path``: also export there (checked with
     :func:`has_device_code`). Returns a :class:`CudaBuild`; its ``info.schedule_source`` says
     which schedules were used (also logged at INFO on ``cwm.targets.cuda``).
     """
     import tvm
     from tvm import relax, tirx
 
-    target = cuda_target(target)
-    status = enable_cuda_codegen(target, compiler=compiler, fmt=fmt)
     start = time.perf_counter()
-    compiles0, compile_s0 = status["compiles"], status["compile_s"]
+    target = cuda_target(target)
+    enable_cuda_codegen(target, compiler=compiler, fmt=fmt)  # fail early when no device code can be made
     if isinstance(mod, tirx.PrimFunc):
         mod = tvm.IRModule({"main": mod})
     relax_mod = _is_relax(mod)
-    tuned = []
     if relax_mod:
-        from cwm.partition import fuse
-        from cwm.tuning.relax_model import apply_database
-
         if params:
             mod = relax.transform.BindParams("main", params)(mod)
-        with target:
-            mod = tvm.transform.Sequential([relax.backend.DispatchSampling(),
-                                            relax.backend.DispatchSortScan()])(mod)
         if _prim_funcs(mod):  # already legalized/fused (maybe tuned): re-fusing could drop schedules
-            with target:
-                mod = tvm.transform.Sequential([relax.transform.DecomposeOpsForInference(),
-                                                relax.transform.LegalizeOps()])(mod)
+            mod = gpu_library_dispatch(mod, target)
         else:
-            mod = fuse(mod, target)
-        mod, pre = _mark_pre_scheduled(mod)
-        if database is not None:
-            before = {gv.name_hint for gv, f in _prim_funcs(mod) if _is_marked(f)}
-            mod = apply_database(mod, target, database)
-            tuned = sorted({gv.name_hint for gv, f in _prim_funcs(mod) if _is_marked(f)} - before)
-    else:
-        mod, pre = _mark_pre_scheduled(mod)
-        if database is not None:
-            mod, tuned = _apply_tir_database(mod, target, database)
-    mod, default = _apply_default(mod, target)
+            from cwm.partition import fuse
+
+            mod = fuse(_dispatch(mod, target), target)
+    mod, pre = mark_pre_scheduled(mod)
+    tuned = []
+    if database is not None and relax_mod:
+        from cwm.tuning.relax_model import apply_database
+
+        marked = {gv.name_hint for gv, f in _prim_funcs(mod) if _is_marked(f)}
+        mod = apply_database(mod, target, database)
+        tuned = sorted({gv.name_hint for gv, f in _prim_funcs(mod) if _is_marked(f)} - marked)
+    elif database is not None:
+        mod, tuned = _apply_tir_database(mod, target, database)
+    mod, default, _scheduled = apply_default_gpu_schedules(mod, target)
     if scheduled_by == TUNED:
         tuned, pre = sorted(set(tuned) | set(pre)), []
-    source = _schedule_source(tuned, default, pre)
-    if relax_mod:
-        from tvm.relax.backend.cuda import pipeline as relax_cuda
-
-        @tvm.transform.module_pass(opt_level=0)
-        def lower(m, _ctx):
-            with target:
-                return tvm.transform.Sequential(relax_cuda.dataflow_lower_passes(target)
-                                                + relax_cuda.finalize_passes(target))(m)
-
-        with target:
-            executable = tvm.compile(mod, target=target, relax_pipeline=lower)
-    else:
-        with target:
-            executable = tvm.compile(mod, target=target)
-    stale = [m for m in _device_modules(executable) if m.kind == "cuda" and not m.is_runnable()]
-    if stale:  # the fallback (source-only) module: the hook did not take
-        raise RuntimeError("tvm.compile produced a source-only CUDA module despite the cwm codegen hook")
-    status = cuda_codegen_status()
-    info = CudaBuildInfo(kind="relax" if relax_mod else "tir", target=str(target), arch=target_arch(target),
-                         compiler=status["compiler"], binary_format=last_binary_format() or fmt,
-                         runtime=status["runtime"], schedule_source=source, tuned_functions=tuned,
-                         default_scheduled_functions=default, pre_scheduled_functions=pre,
-                         device_compiles=status["compiles"] - compiles0,
-                         compile_s=status["compile_s"] - compile_s0, build_s=time.perf_counter() - start)
-    log.info("build_cuda: %s module for %s, schedules: %s, %s via %s", info.kind, info.arch, source,
-             info.binary_format, info.compiler)
-    build = CudaBuild(executable, info)
+    build = build_device_code(mod, target, compiler=compiler, fmt=fmt, tuned=tuned, default=default, pre=pre)
+    build.info.build_s = time.perf_counter() - start
     if export_path is not None:
         build.export_library(export_path)
     return build
-
-
-# ----------------------------------------------------------------------------- inspection
-def _fatbin_entries(data: bytes, start: int) -> tuple[list, int]:
-    """Entries of the fatbin at ``start``: ``[{kind, sm, compressed, size}]`` and its end offset."""
-    _magic, _version, header, size = struct.unpack_from("<IHHQ", data, start)
-    pos, end = start + header, min(len(data), start + header + size)
-    entries = []
-    while pos + 64 <= end:
-        kind, _ver, entry_header, payload = struct.unpack_from("<HHIQ", data, pos)
-        if kind not in (1, 2) or entry_header < 32 or payload <= 0:
-            break
-        sm, = struct.unpack_from("<I", data, pos + 28)
-        body = data[pos + entry_header:pos + entry_header + 64]
-        if kind == 2:  # ELF machine code
-            compressed = body[:4] != b"\x7fELF"
-        else:  # PTX text
-            compressed = not (body.startswith(b"//") or b".version" in body)
-        entries.append({"kind": "ptx" if kind == 1 else "elf", "sm": sm, "compressed": compressed,
-                        "size": payload})
-        pos += entry_header + payload
-    return entries, end
-
-
-def _cubin_sm(data: bytes, off: int) -> int | None:
-    """``sm`` of the CUDA ELF at ``off`` (ELF64; arch in e_flags, encoding by ABI version)."""
-    if data[off + 4] != 2:
-        return None
-    flags, = struct.unpack_from("<I", data, off + 48)
-    abi = data[off + 8]
-    return (flags >> 8) & 0xFF if abi >= 8 else flags & 0xFF
-
-
-def _scan(data: bytes) -> dict:
-    fatbins, covered = [], []
-    magic = struct.pack("<I", FATBIN_MAGIC)
-    for m in re.finditer(re.escape(magic), data):
-        if any(a <= m.start() < b for a, b in covered):
-            continue
-        try:
-            entries, end = _fatbin_entries(data, m.start())
-        except struct.error:
-            continue
-        if entries:
-            fatbins.append(entries)
-            covered.append((m.start(), end))
-    cubins = []
-    for m in re.finditer(re.escape(b"\x7fELF"), data):
-        off = m.start()
-        if off + 64 > len(data) or any(a <= off < b for a, b in covered):
-            continue
-        machine, = struct.unpack_from("<H", data, off + 18)
-        if machine == EM_CUDA:
-            cubins.append(_cubin_sm(data, off))
-    ptx_targets = [t.decode() for t in re.findall(rb"\.version\s+\d+\.\d+\s+\.target\s+(sm_\d+[a-z]?)", data)]
-    cuda_source = bool(re.search(rb'extern\s+"C"\s+__global__', data))
-    archs = {f"sm_{e['sm']}" for entries in fatbins for e in entries}
-    archs |= {f"sm_{sm}" for sm in cubins if sm}
-    archs |= set(ptx_targets)
-    formats = (["fatbin"] if fatbins else []) + (["cubin"] if cubins else []) + (["ptx"] if ptx_targets else [])
-    found = bool(fatbins or cubins or ptx_targets)
-    return {"has_device_code": found, "formats": formats, "archs": sorted(archs),
-            "fatbin_entries": [e for entries in fatbins for e in entries], "n_fatbins": len(fatbins),
-            "n_cubins": len(cubins), "n_ptx": len(ptx_targets), "cuda_source": cuda_source,
-            "source_only": cuda_source and not found}
-
-
-def _unpack_archive(path: str, data: bytes) -> bytes:
-    """The members of a (possibly gzipped) tar, concatenated (MetaSchedule artifacts are
-    ``.tar`` files of objects, gzip-compressed); other files as they are."""
-    import io
-    import tarfile
-
-    if not (data[:2] == b"\x1f\x8b" or path.endswith(".tar") or data[257:262] == b"ustar"):
-        return data
-    try:
-        with tarfile.open(fileobj=io.BytesIO(data)) as archive:
-            return b"".join(archive.extractfile(m).read() for m in archive.getmembers() if m.isfile())
-    except (tarfile.TarError, OSError, EOFError):
-        if data[:2] == b"\x1f\x8b":
-            import gzip
-
-            with contextlib.suppress(OSError, EOFError):
-                return gzip.decompress(data)
-        return data
-
-
-def has_device_code(lib_or_path) -> dict:
-    """Inspect an exported library (``.so``, a MetaSchedule ``.tar`` artifact (gzipped tar of
-    objects), a raw fatbin/cubin/ptx file),
-    raw ``bytes``, or a built module/executable (exported to a temporary ``.so`` first).
-
-    Looks for fatbins (magic ``0xBA55ED50``; their entries: ELF machine code or PTX, per
-    ``sm``), stand-alone CUDA ELF cubins (``e_machine`` 190) and plain PTX (``.version`` /
-    ``.target sm_XX``). Returns ``{has_device_code, formats, archs, fatbin_entries, n_fatbins,
-    n_cubins, n_ptx, cuda_source, source_only, path, size}``; ``source_only`` means the file
-    holds CUDA C source and no GPU code (what a plain ``tvm.compile`` makes without a driver).
-    """
-    if isinstance(lib_or_path, (bytes, bytearray)):
-        report = _scan(bytes(lib_or_path))
-        report.update(path=None, size=len(lib_or_path))
-        return report
-    if isinstance(lib_or_path, (str, os.PathLike)):
-        path = os.fspath(lib_or_path)
-        with open(path, "rb") as f:
-            data = f.read()
-        report = _scan(_unpack_archive(path, data))
-        report.update(path=path, size=len(data))
-        return report
-    if hasattr(lib_or_path, "export_library"):
-        with tempfile.TemporaryDirectory(prefix="cwm_devcode_") as tmp:
-            path = os.path.join(tmp, "lib.so")
-            lib_or_path.export_library(path)
-            report = has_device_code(path)
-        report["path"] = None
-        return report
-    raise TypeError(f"has_device_code takes a path, bytes or a module, not {type(lib_or_path).__name__}")
