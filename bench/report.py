@@ -246,14 +246,16 @@ def transition_corpus_table(r) -> list[str]:
 
     runs = [json.load(open(f)) for f in sorted(glob.glob(os.path.join(HERE, "results", "transition_corpus*.json")))]
     out = [f"**TransH trained on the corpus** (`bench/transition_corpus.py`; a decoder head to the per-store features "
-           f"of 3 prefix states; {r['workloads']['fit']} workloads fitted, {r['workloads']['heldout']} held out; "
-           f"{r['host']}; {r['date']}). Decoder error of the final state's features in standard units (within task: "
+           f"of 3 prefix states; a quarter of the corpus workloads held out; {r['host']}; "
+           f"{', '.join(sorted({x['date'] for x in runs}))}). Decoder error of the final state's features in standard units (within task: "
            "1.0 = no difference between a task's candidates); pairwise = task-grouped CV on the zoo's training tasks",
-           "", "| transition | epochs | error, fitted / held-out workloads | within task, fitted / held out | "
-           "zoo pairwise: rollout | rollout + stats | decoded |", "|---|---|---|---|---|---|---|"]
+           "", "| transition | corpus: workloads fitted / held out, trajectories | epochs | error, fitted / held-out "
+           "workloads | within task, fitted / held out | zoo pairwise: rollout | rollout + stats | decoded |",
+           "|---|---|---|---|---|---|---|---|"]
     for x in runs:
         a, z = x["decoder_error_after"], x["zoo"]["ranking"]
-        out.append(f"| {_variant(x)} | {x['epochs']} | {a['fit']['error']:.3f} / {a['heldout']['error']:.3f} | "
+        out.append(f"| {_variant(x)} | {x['workloads']['fit']} / {x['workloads']['heldout']}, {x['trajectories']:,} | "
+                   f"{x['epochs']} | {a['fit']['error']:.3f} / {a['heldout']['error']:.3f} | "
                    f"{a['fit']['within_task']:.3f} / {a['heldout']['within_task']:.3f} | "
                    f"{z['zt_hat']['pairwise_acc']:.3f} | {z['zt_hat+stats']['pairwise_acc']:.3f} | "
                    f"{z['store']['pairwise_acc']:.3f} |")
