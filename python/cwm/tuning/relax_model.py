@@ -37,20 +37,26 @@ def tune_model(fused, target, trials_per_task: int = 32, work_dir: str | None = 
     from tvm.s_tir import meta_schedule as ms
 
     from cwm.cost_model.factory import resolve as resolve_cost_model
+    from cwm.dirlock import lock_dir
+    from cwm.tuning.json_database import open_json_database
 
     work_dir = work_dir or tempfile.mkdtemp(prefix="cwm_tune_model_")
     os.makedirs(work_dir, exist_ok=True)  # tune_tasks does not create it
     cores = int(target.attrs.get("num-cores", 0) or os.cpu_count() or 1)
     start = time.perf_counter()
     builder, runner = settings.builder(target), settings.runner()
-    with console(verbose), _closing_builder(builder), _closing_builder(runner):
+    # the same work-dir contract as cwm.tune / cwm.compile (docs/reliability.md): one writer at a
+    # time, and a database damaged earlier is repaired (DatabaseWarning) before it is read
+    with lock_dir(work_dir, label="work dir"), console(verbose), _closing_builder(builder), \
+            _closing_builder(runner):
+        database = open_json_database(work_dir)
         tasks = ms.relax_integration.extract_tasks(fused, target)
         contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
             tasks, work_dir=work_dir, strategy=settings.strategy(), num_threads=cores, seed=seed)
         if not contexts:
             raise ValueError("no tunable tasks: was the module fused (see cwm.partition.fuse)?")
         database = ms.tune_tasks(
-            tasks=contexts, task_weights=weights, work_dir=work_dir,
+            tasks=contexts, task_weights=weights, work_dir=work_dir, database=database,
             max_trials_global=trials_per_task * len(contexts), max_trials_per_task=trials_per_task,
             num_trials_per_iter=min(settings.num_trials_per_iter, trials_per_task),
             builder=builder, runner=runner,
