@@ -127,7 +127,8 @@ def errors(transition, dec, tasks, tcfg) -> dict:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--corpus", default=str(ROOT / "data" / "corpus"))
+    p.add_argument("--corpus", default=str(ROOT / "data" / "corpus"),
+                   help="corpus directory, or several separated by commas (disjoint parts: --exclude-corpus)")
     p.add_argument("--dataset", default=str(ROOT / "data" / "dataset"))
     p.add_argument("--probe-cache", default=str(Path.home() / ".cache" / "cwm" / "probe"))
     p.add_argument("--epochs", type=int, default=30)
@@ -149,7 +150,7 @@ def main(argv=None) -> int:
     start = time.perf_counter()
     model = WorldModel.load(default_model_dir())
     tcfg = model.tcfg
-    tasks = load_corpus(Path(args.corpus), model)
+    tasks = [t for corpus in args.corpus.split(",") for t in load_corpus(Path(corpus), model)]
     order = np.random.default_rng(args.seed).permutation(len(tasks))
     n_held = int(round(0.25 * len(tasks)))
     held, fit = [tasks[i] for i in order[:n_held]], [tasks[i] for i in order[n_held:]]

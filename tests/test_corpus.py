@@ -2,6 +2,7 @@
 and never a held-out task."""
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -75,3 +76,16 @@ def test_blocks_give_fused_network_tasks(tmp_path, tiny_dataset):
     assert len(shards) == 3
     with np.load(shards[-1], allow_pickle=False) as f:
         assert task_key(tvm.ir.load_json(str(f["workload"]))) == shards[-1].stem.split("-", 1)[1]
+
+
+def test_a_second_part_excludes_the_first_corpus(tmp_path, tiny_dataset):
+    from cwm.corpus.build import build_corpus, corpus_keys
+
+    first, second = tmp_path / "first", tmp_path / "second"
+    build_corpus(first, 4, 4, seed=0, dataset=tiny_dataset, log=lambda *_: None)
+    # the same seed would draw the same workloads: excluding the first corpus forces new ones
+    build_corpus(second, 4, 4, seed=0, dataset=tiny_dataset, exclude_corpora=[first], log=lambda *_: None)
+    a, b = corpus_keys(first), corpus_keys(second)
+    assert len(a) == len(b) == 4 and not a & b
+    manifest = json.loads((second / "manifest.json").read_text())
+    assert manifest["excluded_corpora"] == [str(first)]

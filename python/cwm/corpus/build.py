@@ -98,11 +98,18 @@ def _shard_path(root: Path, index: int, key: str) -> Path:
     return root / "shards" / f"{index:05d}-{key}.npz"
 
 
+def corpus_keys(root) -> set[str]:
+    """The structural hashes of every workload listed in the corpus at ``root``."""
+    manifest = json.loads((Path(root) / "manifest.json").read_text())
+    return {entry["key"] for entry in manifest["listing"]}
+
+
 def build_corpus(root, workloads: int, per_workload: int, seed: int = 0, dataset=None, part=(0, 1),
-                 target=None, blocks: int = 0, log=print) -> dict:
+                 target=None, blocks: int = 0, log=print, exclude_corpora=()) -> dict:
     """Builds (or resumes) the corpus under ``root``: ``workloads`` single operators, then
     ``blocks`` tasks of network blocks (:mod:`cwm.corpus.blocks`); ``part=(i, n)`` does every
-    n-th workload from i."""
+    n-th workload from i. No workload of the corpora in ``exclude_corpora`` is generated again,
+    so a second part (another seed) adds only new workloads."""
     import itertools
 
     import tvm
@@ -115,6 +122,9 @@ def build_corpus(root, workloads: int, per_workload: int, seed: int = 0, dataset
     root = Path(root)
     (root / "shards").mkdir(parents=True, exist_ok=True)
     exclude = heldout_keys(dataset) if dataset else set()
+    heldout_count = len(exclude)
+    for other in exclude_corpora:
+        exclude |= corpus_keys(other)
     if target is None:
         from cwm.dataset.loader import DatasetLoader
 
@@ -126,7 +136,7 @@ def build_corpus(root, workloads: int, per_workload: int, seed: int = 0, dataset
     source = itertools.chain(generate(workloads, seed, exclude), generate_blocks(blocks, seed, exclude, tgt))
     for index, w in enumerate(source):
         key = task_key(w.mod)
-        assert key not in exclude, f"{w.name} has a held-out task's structural hash"
+        assert key not in exclude, f"{w.name} has a held-out task's or an excluded corpus's structural hash"
         listing.append({"index": index, "key": key, "name": w.name, "family": w.family, "params": w.params})
         if index % part[1] != part[0] or f"{index:05d}" in done:
             continue
@@ -143,7 +153,8 @@ def build_corpus(root, workloads: int, per_workload: int, seed: int = 0, dataset
     manifest = {"format": FORMAT, "version": VERSION, "seed": seed, "workloads": workloads, "blocks": blocks,
                 "per_workload": per_workload, "target": target if isinstance(target, dict) else str(target),
                 "families": list(FAMILIES),
-                "prefix_fractions": list(PREFIX_FRACTIONS), "excluded_heldout_keys": len(exclude),
+                "prefix_fractions": list(PREFIX_FRACTIONS), "excluded_heldout_keys": heldout_count,
+                "excluded_corpora": [str(c) for c in exclude_corpora],
                 "listing": listing}
     if part[0] == 0:
         (root / "manifest.json").write_text(json.dumps(manifest, indent=1) + "\n")

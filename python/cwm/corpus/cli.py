@@ -1,6 +1,7 @@
 """``cwm corpus``: build (resumable, seeded) and inspect the unmeasured-trajectory corpus.
 
     python -m cwm corpus build --out data/corpus --workloads 1000 --per-workload 100 --jobs 2
+    python -m cwm corpus build --out data/corpus_b --seed 1 --exclude-corpus data/corpus ...  # a disjoint part
     python -m cwm corpus stats --out data/corpus
 """
 from __future__ import annotations
@@ -21,6 +22,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--dataset", default="data/dataset",
                    help="measured dataset: its held-out tasks are never generated, its target is used")
+    p.add_argument("--exclude-corpus", action="append", default=[], metavar="DIR",
+                   help="never generate a workload of this corpus again (a second part, another --seed); repeatable")
     p.add_argument("--jobs", type=int, default=1, help="worker processes (each takes every N-th workload)")
     p.add_argument("--part", default=None, help=argparse.SUPPRESS)  # "i/n": one worker's share
 
@@ -44,5 +47,5 @@ def main(argv) -> int:
         return max(codes)
     i, n = map(int, (args.part or "0/1").split("/"))
     print(json.dumps(build_corpus(args.out, args.workloads, args.per_workload, args.seed, args.dataset, (i, n),
-                                        blocks=args.blocks)))
+                                        blocks=args.blocks, exclude_corpora=args.exclude_corpus)))
     return 0
