@@ -35,18 +35,14 @@ This file is the command line and the JSON report; the modes live next to it:
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
-import platform
 import shutil
 import sys
-import time
 import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(HERE)
-RESULT = os.path.join(HERE, "results", "gpu_check.json")
 #: default artifact folder (git-ignored: name it in the device tool's ``carry``)
 ARTIFACTS = os.path.join(HERE, "gpu_artifacts")
 if os.path.isdir(os.path.join(REPO, "python", "cwm")) and os.path.join(REPO, "python") not in sys.path:
@@ -54,55 +50,12 @@ if os.path.isdir(os.path.join(REPO, "python", "cwm")) and os.path.join(REPO, "py
 if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
-START = time.monotonic()
-
 # re-exported: the parts' names, importable from here as before
 from gpu_check_model import IMAGE, MATMUL_N, WIDTHS, compare, load_weights, tiny_resnet  # noqa: E402,F401
 from gpu_check_prepare import cuda_target_for, prepare  # noqa: E402,F401
 from gpu_check_run import _load_cuda_runtime, _time, import_tvm, run  # noqa: E402,F401
 from gpu_check_bundle import bundle  # noqa: E402,F401
-
-
-class Report:
-    """The JSON result, built step by step; each step records ok/error/seconds."""
-
-    def __init__(self, mode: str, budget_s: float):
-        self.data = {"script": "bench/gpu_check.py", "mode": mode, "date": datetime.datetime.now().isoformat(),
-                     "host": platform.node(), "python": platform.python_version(), "steps": {}, "ok": False}
-        self.budget_s = budget_s
-
-    def over_budget(self) -> bool:
-        return time.monotonic() - START > self.budget_s
-
-    def step(self, name: str, fn, *args, optional: bool = False, **kwargs):
-        """Run ``fn``; store its dict result (or the error) under ``steps[name]``."""
-        if optional and self.over_budget():
-            self.data["steps"][name] = {"ok": False, "skipped": "time budget spent"}
-            return None
-        start = time.monotonic()
-        try:
-            value = fn(*args, **kwargs)
-            entry = {"ok": True, **(value if isinstance(value, dict) else {})}
-        except Exception as error:  # noqa: BLE001 - record and go on
-            value = None
-            entry = {"ok": False, "error": f"{type(error).__name__}: {error}"[:4000],
-                     "traceback": traceback.format_exc()[-4000:]}
-        entry["seconds"] = round(time.monotonic() - start, 3)
-        self.data["steps"][name] = entry
-        print(f"[gpu_check] {name}: {'ok' if entry['ok'] else 'FAILED'} ({entry['seconds']} s)"
-              + ("" if entry["ok"] else f" {entry['error'][:300]}"), flush=True)
-        return value
-
-    def write(self, path: str = RESULT) -> list:
-        self.data["total_s"] = round(time.monotonic() - START, 3)
-        paths = [path] + ([os.path.join(os.environ["OUT"], "gpu_check.json")] if os.environ.get("OUT") else [])
-        for p in paths:
-            os.makedirs(os.path.dirname(os.path.abspath(p)), exist_ok=True)
-            with open(p + ".tmp", "w") as f:
-                json.dump(self.data, f, indent=2, default=str)
-                f.write("\n")
-            os.replace(p + ".tmp", p)
-        return paths
+from gpu_check_report import RESULT, START, Report  # noqa: E402,F401
 
 
 def main(argv=None) -> int:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from gpu_check_model import IMAGE, MATMUL_N, compare, tiny_resnet
 
 if TYPE_CHECKING:
-    from gpu_check import Report
+    from gpu_check_report import Report
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from gpu_check_model import compare, load_weights, tiny_resnet
 
 if TYPE_CHECKING:
-    from gpu_check import Report
+    from gpu_check_report import Report
 
 
 def import_tvm(runtime_only: bool, smoke: bool = False):
