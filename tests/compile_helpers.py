@@ -31,3 +31,16 @@ def onnxruntime_output(path, x):
 
 def assert_close(got, expected):
     np.testing.assert_allclose(got, expected, rtol=RTOL, atol=ATOL)
+
+
+def relax_module(build, **params):
+    """A Relax module ``main(*params) = build(*params)``: ``params`` maps a name to ``(shape, dtype)``."""
+    from tvm import relax
+
+    bb = relax.BlockBuilder()
+    args = [relax.Var(name, relax.TensorType(shape, dtype)) for name, (shape, dtype) in params.items()]
+    with bb.function("main", args):
+        with bb.dataflow():
+            out = bb.emit_output(build(*args))
+        bb.emit_func_output(out)
+    return bb.get()

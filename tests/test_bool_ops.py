@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from cwm.compile.bool_ops import ARITHMETIC, COMPARISONS, rewrite_bool_ops
+from tests.compile_helpers import relax_module
 
 X = np.array([True, False, True, False])
 Y = np.array([True, True, False, False])
@@ -17,15 +18,7 @@ Y = np.array([True, True, False, False])
 
 def _module(build):
     """A Relax module ``main(a, b) = build(a, b)`` over two bool vectors of 4."""
-    from tvm import relax
-
-    bb = relax.BlockBuilder()
-    a, b = (relax.Var(n, relax.TensorType((4,), "bool")) for n in "ab")
-    with bb.function("main", [a, b]):
-        with bb.dataflow():
-            out = bb.emit_output(build(a, b))
-        bb.emit_func_output(out)
-    return bb.get()
+    return relax_module(build, a=((4,), "bool"), b=((4,), "bool"))
 
 
 def _run(mod):
@@ -97,13 +90,7 @@ def test_ops_that_already_build_are_left_alone():
 def test_float_comparisons_are_left_alone():
     from tvm import relax
 
-    bb = relax.BlockBuilder()
-    a = relax.Var("a", relax.TensorType((4,), "float32"))
-    with bb.function("main", [a]):
-        with bb.dataflow():
-            out = bb.emit_output(relax.op.equal(a, a))
-        bb.emit_func_output(out)
-    _, counts = rewrite_bool_ops(bb.get())
+    _, counts = rewrite_bool_ops(relax_module(lambda a: relax.op.equal(a, a), a=((4,), "float32")))
     assert not counts
 
 

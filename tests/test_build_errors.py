@@ -14,22 +14,14 @@ import pytest
 
 from cwm.cli import main
 from cwm.compile.errors import BuildError, CompileError
+from tests.compile_helpers import relax_module
 
 PIPELINE = "cwm-import,cwm-partition,cwm-build"  # no cwm-bool-ops: bool == still fails to build
 MAX_LINES = 5  # the longest message is 4 lines: what failed + called by + relax op(s) + frontend node
 
 
 def _bool_module(op):
-    from tvm import relax
-
-    bb = relax.BlockBuilder()
-    a = relax.Var("a", relax.TensorType((4,), "bool"))
-    b = relax.Var("b", relax.TensorType((4,), "bool"))
-    with bb.function("main", [a, b]):
-        with bb.dataflow():
-            out = bb.emit_output(op(a, b))
-        bb.emit_func_output(out)
-    return bb.get()
+    return relax_module(op, a=((4,), "bool"), b=((4,), "bool"))
 
 
 def _equal(a, b):
@@ -148,13 +140,7 @@ def test_a_good_build_never_looks_for_an_origin(monkeypatch):
 
     monkeypatch.setattr(failure_origin, "build_failure", fail)
     monkeypatch.setattr(failure_origin, "legalize_failure", fail)
-    bb = relax.BlockBuilder()
-    x = relax.Var("x", relax.TensorType((4,), "float32"))
-    with bb.function("main", [x]):
-        with bb.dataflow():
-            out = bb.emit_output(relax.op.add(x, x))
-        bb.emit_func_output(out)
-    model = cc.compile(bb.get(), pipeline=PIPELINE)
+    model = cc.compile(relax_module(lambda x: relax.op.add(x, x), x=((4,), "float32")), pipeline=PIPELINE)
     np.testing.assert_allclose(model(np.ones(4, "float32")), np.full(4, 2, "float32"))
 
 

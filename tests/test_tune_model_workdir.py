@@ -8,6 +8,7 @@ import threading
 import pytest
 
 from cwm.tuning.json_database import DatabaseWarning
+from tests.compile_helpers import relax_module
 
 RECORDS = "database_tuning_record.json"
 
@@ -19,15 +20,10 @@ def fused():
     from cwm.partition import fuse
     from cwm.target_spec import host_target
 
-    bb = relax.BlockBuilder()
-    x = relax.Var("x", relax.TensorType((16, 16), "float32"))
-    w = relax.Var("w", relax.TensorType((16, 16), "float32"))
-    with bb.function("main", [x, w]):
-        with bb.dataflow():
-            out = bb.emit_output(relax.op.nn.relu(relax.op.matmul(x, w)))
-        bb.emit_func_output(out)
+    mod = relax_module(lambda x, w: relax.op.nn.relu(relax.op.matmul(x, w)),
+                       x=((16, 16), "float32"), w=((16, 16), "float32"))
     target = host_target()
-    return fuse(bb.get(), target), target
+    return fuse(mod, target), target
 
 
 def _tune(fused, work_dir):

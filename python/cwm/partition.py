@@ -9,13 +9,24 @@ all use it, so the task names they see match the tuning database. Imports only T
 from __future__ import annotations
 
 
+def legalize_passes(custom=None) -> list:
+    """DecomposeOpsForInference -> LegalizeOps (``custom``: ``{op name: legalization}`` overrides)."""
+    from tvm import relax
+
+    return [relax.transform.DecomposeOpsForInference(), relax.transform.LegalizeOps(custom)]
+
+
+def fusion_passes() -> list:
+    """AnnotateTIROpPattern -> FoldConstant -> FuseOps: the grouping, before FuseTIR merges each group."""
+    from tvm import relax
+
+    return [relax.transform.AnnotateTIROpPattern(), relax.transform.FoldConstant(), relax.transform.FuseOps()]
+
+
 def fuse(mod, target):
     """LegalizeOps -> AnnotateTIROpPattern -> FoldConstant -> FuseOps -> FuseTIR under ``target``."""
     import tvm
     from tvm import relax
 
-    passes = [relax.transform.DecomposeOpsForInference(), relax.transform.LegalizeOps(),
-              relax.transform.AnnotateTIROpPattern(), relax.transform.FoldConstant(),
-              relax.transform.FuseOps(), relax.transform.FuseTIR()]
     with target:
-        return tvm.transform.Sequential(passes)(mod)
+        return tvm.transform.Sequential(legalize_passes() + fusion_passes() + [relax.transform.FuseTIR()])(mod)

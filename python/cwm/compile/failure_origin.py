@@ -245,12 +245,12 @@ def _legalize_passes(mod, target, wrap):
     """Run DecomposeOpsForInference and LegalizeOps (as :func:`cwm.partition.fuse`
     does) with each op's legalization replaced by ``wrap(op name, default)``."""
     import tvm
-    from tvm import relax
+
+    from cwm.partition import legalize_passes
 
     custom = {name: wrap(name, default) for name, default in _op_calls(mod).items()}
     with target:
-        return tvm.transform.Sequential([relax.transform.DecomposeOpsForInference(),
-                                         relax.transform.LegalizeOps(custom)])(mod)
+        return tvm.transform.Sequential(legalize_passes(custom))(mod)
 
 
 def _first_failing_legalization(mod, target):
@@ -301,6 +301,8 @@ def _legalized_from(source, target) -> dict:
     import tvm
     from tvm import relax
 
+    from cwm.partition import fusion_passes
+
     index = _binding_index(source)
     record: dict = {}
 
@@ -320,8 +322,7 @@ def _legalized_from(source, target) -> dict:
 
     legalized = _legalize_passes(source, target, wrap)
     with target:
-        fused = tvm.transform.Sequential([relax.transform.AnnotateTIROpPattern(), relax.transform.FoldConstant(),
-                                          relax.transform.FuseOps()])(legalized)
+        fused = tvm.transform.Sequential(fusion_passes())(legalized)
     for gv, func in fused.functions_items():  # fused_* functions: FuseTIR makes a PrimFunc of that name
         if isinstance(func, relax.Function) and func.attrs is not None and "Primitive" in func.attrs:
             parts = []

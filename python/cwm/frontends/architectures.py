@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from cwm.frontends.zoo import first_output
+
 SEED = 0
 
 #: the decoder sizes shared by the LLaMA-family entries: 2 layers, grouped-query attention (4 query
@@ -66,27 +68,7 @@ class Architecture:
         model = getattr(transformers, self.model_class)(config).eval()
         if self.submodule:
             model = getattr(model, self.submodule)
-        wrapper = _first_output_class()(model, self.input_name, self.input_kind == "tokens").eval()
-        return wrapper, (torch.from_numpy(self.make_input()),)
-
-
-def _first_output_class():
-    import torch
-
-    class FirstOutput(torch.nn.Module):
-        """``forward(x) = m(<input_name>=x, return_dict=False)[0]`` (+ ``use_cache=False`` for text)."""
-
-        def __init__(self, model, input_name: str, text: bool):
-            super().__init__()
-            self.m, self.input_name, self.text = model, input_name, text
-
-        def forward(self, x):
-            kwargs = {self.input_name: x, "return_dict": False}
-            if self.text and self.input_name == "input_ids" and hasattr(self.m.config, "use_cache"):
-                kwargs["use_cache"] = False
-            return self.m(**kwargs)[0]
-
-    return FirstOutput
+        return first_output(model, self.input_name), (torch.from_numpy(self.make_input()),)
 
 
 _ENTRIES = [

@@ -60,7 +60,13 @@ class NetworkSpec:
         config = self.config(small)
         torch.manual_seed(SEED)
         model = getattr(transformers, self.model_class)(config).eval()
-        return _wrapper_class()(model, self.input_name, self.ones_mask).eval()
+        return first_output(model, self.input_name, self.ones_mask)
+
+
+def first_output(model, input_name: str, ones_mask: bool = False):
+    """``model`` wrapped so that ``forward(x)`` takes the input positionally and returns one tensor
+    (see :func:`_wrapper_class`), in eval mode; the zoo and :mod:`cwm.frontends.architectures` use it."""
+    return _wrapper_class()(model, input_name, ones_mask).eval()
 
 
 def _wrapper_class():

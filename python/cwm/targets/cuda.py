@@ -139,12 +139,12 @@ def gpu_library_dispatch(mod, target):
     for the ops TVM 0.27 dispatches). A module without such ops passes through unchanged.
     """
     import tvm
-    from tvm import relax
+
+    from cwm.partition import legalize_passes
 
     mod = _dispatch(mod, target)
     with target:
-        return tvm.transform.Sequential([relax.transform.DecomposeOpsForInference(),
-                                         relax.transform.LegalizeOps()])(mod)
+        return tvm.transform.Sequential(legalize_passes())(mod)
 
 
 def default_gpu_schedules():
