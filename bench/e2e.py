@@ -55,7 +55,8 @@ if HERE not in sys.path:
 from checkpoint import JsonlCheckpoint, Lock, write_json  # noqa: E402,F401
 from timing_workers import Worker, WorkerError, calibrate, interleaved, rotated, warm_up  # noqa: E402,F401
 from common import fmt_s, geomean, log, machine, today  # noqa: E402,F401  (bench/common.py, standard library only)
-from e2e_networks import (BASELINES, COMPILED, METHODS, NETWORKS, SMOKE_NETWORK, TASKS_PRIOR,  # noqa: E402,F401
+from e2e_networks import (BASELINES, COMPILED, DEFAULT_METHODS, METHODS, NETWORKS, SMOKE_NETWORK,  # noqa: E402,F401
+                          TASKS_PRIOR,
                           network_input, network_module, network_onnx)
 from e2e_checkpoint import SESSIONS_FILE, TIMING_PROTOCOL, Checkpoint, SessionLog, compile_id  # noqa: E402,F401
 from e2e_compile import (FIXTURE_MODEL, check_model_unchanged, default_compile, resolve_model,  # noqa: E402,F401
@@ -75,7 +76,8 @@ def parse_args(argv=None):
                    help=f"comma-separated, of {','.join(NETWORKS)},{SMOKE_NETWORK}")
     p.add_argument("--trials", type=int, default=None,
                    help="trials per task for cwm and tvm_ms_xgb (default 16; --smoke: 2)")
-    p.add_argument("--methods", default=",".join(METHODS), help=f"subset of {','.join(METHODS)}")
+    p.add_argument("--methods", default=",".join(DEFAULT_METHODS),
+                   help=f"subset of {','.join(METHODS)} (default {','.join(DEFAULT_METHODS)})")
     p.add_argument("--model-dir", default=None, help="CWM model (default: the shipped one; with --smoke and "
                    "no shipped model, the test fixture tests/data/scorer_fixture/model)")
     p.add_argument("--out", default=None, help=f"result JSON (default {os.path.relpath(DEFAULT_OUT, ROOT)}); "

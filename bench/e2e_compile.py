@@ -11,7 +11,7 @@ import time
 
 from common import log, loadavg, now
 from e2e_checkpoint import Checkpoint, SessionLog, compile_id
-from e2e_networks import COMPILED, network_onnx
+from e2e_networks import COMPILED, PACK_WEIGHTS, TASK_SCHEDULER, network_onnx
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 FIXTURE_MODEL = os.path.join(ROOT, "tests", "data", "scorer_fixture", "model")
@@ -52,10 +52,22 @@ def default_compile(net: str, method: str, *, trials: int, work_dir: str, sessio
                         f"{elapsed:.0f} s ({elapsed / clock['records']:.2f} s/trial)")
 
     onnx_path = network_onnx(net, onnx_cache)
+    if method == "tvm_relax_pipeline":
+        from e2e_tvm_pipeline import tvm_pipeline_compile
+
+        out = tvm_pipeline_compile(net, method, trials=trials, work_dir=work_dir, session=session,
+                                   model_dir=model_dir, onnx_cache=onnx_cache, onnx_path=onnx_path)
+        return {**out, "onnx": os.path.relpath(onnx_path, ROOT)}
+    # the shared tuning database: one per method and budget (no record crosses between cwm and
+    # the TVM baseline, or between budgets); the networks of one method share it, as a user's do
+    work_root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(work_dir))))
+    tuning_cache = os.path.join(work_root, "shared_tuning", f"{method}-t{trials}")
     start = time.perf_counter()
     compiled = cwm.compile(onnx_path, target="llvm", trials_per_task=trials, cost_model=COMPILED[method],
                            work_dir=os.path.join(work_dir, "tuning"), seed=0,
-                           model_dir=model_dir if method == "cwm" else None,
+                           model_dir=model_dir if COMPILED[method] == "cwm" else None,
+                           pack_weights=PACK_WEIGHTS.get(method, True), tuning_cache=tuning_cache,
+                           **({"task_scheduler": TASK_SCHEDULER[method]} if method in TASK_SCHEDULER else {}),
                            measure_callbacks=(Heartbeat(),), instruments=(TuneClock(),))
     compile_s = time.perf_counter() - start
     report = compiled.report
@@ -64,8 +76,12 @@ def default_compile(net: str, method: str, *, trials: int, work_dir: str, sessio
     compiled.export(artifact)
     return {"tasks": len(report["tasks"]), "task_names": [t["name"] for t in report["tasks"]],
             "new_records": report["new_records"], "reused_records": report["reused_records"],
+            "shared_records": report.get("shared_records", 0), "tuning_cache": tuning_cache,
             "session_tune_s": report["tune_s"], "compile_s": round(compile_s, 3), "artifact": artifact,
             "onnx": os.path.relpath(onnx_path, ROOT), "cost_model": COMPILED[method],
+            "weights_packed": report.get("weights_packed", 0), "pack_weights": PACK_WEIGHTS.get(method, True),
+            "task_scheduler": TASK_SCHEDULER.get(method), "budget_total": trials * len(report["tasks"]),
+            "records_total": report["new_records"] + report["reused_records"],
             "task_best_us": {t["name"]: t.get("best_us") for t in report["tasks"]}}
 
 
@@ -86,12 +102,13 @@ def run_compile(net, method, ckpt: Checkpoint, args, compile_fn, model) -> dict:
     if session.sessions:
         log(f"  resuming: {len(session.sessions)} earlier session(s), {session.total_s():.0f} s of tuning so far")
     session.start()
-    model_dir = (model or {}).get("model_dir") if method == "cwm" else None
+    uses_cwm = COMPILED[method] == "cwm"
+    model_dir = (model or {}).get("model_dir") if uses_cwm else None
     out = compile_fn(net, method, trials=args.trials, work_dir=work_dir, session=session, model_dir=model_dir,
                      onnx_cache=args.onnx_cache)
     rec = {"kind": "compile", "net": net, "method": method, "trials": args.trials, **out,
            "tuning_s": session.total_s(), "sessions": session.sessions,
-           "model": model if method == "cwm" else None,
+           "model": model if uses_cwm else None,
            "date": now(), "loadavg": loadavg()}
     ckpt.append(rec)
     return rec

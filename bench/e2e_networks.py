@@ -10,10 +10,22 @@ import os
 
 NETWORKS = ("resnet18", "resnet50", "mobilenet_v2", "bert_base", "gpt2", "opt_125m", "vit_b16", "llama_100m")
 SMOKE_NETWORK = "tiny_cnn"
-METHODS = ("cwm", "torch_eager", "torch_compile", "onnxruntime", "tvm_ms_xgb")
+METHODS = ("cwm", "torch_eager", "torch_compile", "onnxruntime", "tvm_ms_xgb", "tvm_relax_pipeline", "cwm_unpacked",
+           "cwm_gradient", "cwm_round_robin")
+#: what runs without --methods. The cwm variants are ablations, run when asked for:
+#: ``cwm_unpacked`` turns packed weights off, ``cwm_gradient`` / ``cwm_round_robin`` spread the
+#: same network budget (trials x tasks) with the gradient / round-robin task scheduler
+DEFAULT_METHODS = ("cwm", "torch_eager", "torch_compile", "onnxruntime", "tvm_ms_xgb")
+#: ``tvm_relax_pipeline``: TVM's own static_shape_tuning_pipeline(cpu_weight_prepack=True) with its
+#: defaults (bench/e2e_tvm_pipeline.py), at the same total budget
 #: the methods that are compiled (tuned) by cwm.compile, and their cost_model=
-COMPILED = {"cwm": "cwm", "tvm_ms_xgb": "xgb"}
-BASELINES = ("torch_eager", "torch_compile", "onnxruntime", "tvm_ms_xgb")
+COMPILED = {"cwm": "cwm", "tvm_ms_xgb": "xgb", "tvm_relax_pipeline": "xgb", "cwm_unpacked": "cwm",
+            "cwm_gradient": "cwm", "cwm_round_robin": "cwm"}
+#: cwm.compile's pack_weights= per compiled method (default True: the CPU default)
+PACK_WEIGHTS = {"cwm_unpacked": False}
+#: cwm.compile's task_scheduler= per compiled method (default: cwm's default)
+TASK_SCHEDULER = {"cwm_gradient": "gradient", "cwm_round_robin": "round-robin"}
+BASELINES = ("torch_eager", "torch_compile", "onnxruntime", "tvm_ms_xgb", "tvm_relax_pipeline")
 #: distinct tuning tasks per network as cwm.compile partitions the ONNX file (counted 2026-11-30): for the ETA before a
 #: network's first compile; the real count is recorded from the compile
 TASKS_PRIOR = {"resnet18": 19, "resnet50": 28, "mobilenet_v2": 33, "bert_base": 15, "gpt2": 21,

@@ -33,6 +33,9 @@ def summarize(ckpt: Checkpoint, args, partial: bool) -> dict:
         row = {f"{m}_ms": (res.get(m) or {}).get("median_ms") for m in METHODS}
         row["tuning_s"] = (comp["cwm"] or {}).get("tuning_s")
         row["tvm_ms_xgb_tuning_s"] = (comp["tvm_ms_xgb"] or {}).get("tuning_s")
+        row["tuning_s_by_method"] = {m: c.get("tuning_s") for m, c in comp.items() if c}
+        row["weights_packed"] = {m: c.get("weights_packed") for m, c in comp.items() if c}
+        row["budget_total"] = {m: c.get("budget_total") for m, c in comp.items() if c}
         row["tasks"] = next((c["tasks"] for c in comp.values() if c), None)
         row["max_rel_err"] = {m: e for m, e in ((meas or {}).get("max_rel_err") or {}).items()
                               if m in args.method_list}
@@ -45,7 +48,8 @@ def summarize(ckpt: Checkpoint, args, partial: bool) -> dict:
         row["measured"] = meas is not None
         row["measured_at"] = (meas or {}).get("date")  # the timing of one network is one side-by-side run
         nets[net] = row
-    geo, count = geomean_speedups(nets)
+    extra = tuple(m for m in METHODS if m not in BASELINES and m != "cwm" and m in args.method_list)
+    geo, count = geomean_speedups(nets, BASELINES + extra)  # + the packing ablation when it ran
     model = next((c.get("model") for c in ckpt.compiles.values() if c["method"] == "cwm" and c.get("model")), None)
     return {"networks": nets, "geomean_speedup": geo, "geomean_networks": count, "trials_per_task": args.trials,
             "methods": list(args.method_list), "threads": args.threads, "runs": args.runs, "warmup": args.warmup,

@@ -107,23 +107,36 @@ def search_table(r) -> list[str]:
 
 
 E2E_METHODS = (("cwm", "cwm"), ("torch_eager", "PyTorch eager"), ("torch_compile", "torch.compile"),
-               ("onnxruntime", "ONNX Runtime"), ("tvm_ms_xgb", "TVM MetaSchedule (XGB)"))
+               ("onnxruntime", "ONNX Runtime"), ("tvm_ms_xgb", "TVM MetaSchedule (XGB)"),
+               ("tvm_relax_pipeline", "TVM static_shape_tuning_pipeline"), ("cwm_unpacked", "cwm, weights not packed"),
+               ("cwm_gradient", "cwm, gradient task scheduler"), ("cwm_round_robin", "cwm, round-robin"))
+#: the tuning seconds shown per compiled method, and their column titles
+E2E_TUNING = (("cwm", "cwm tuning s"), ("tvm_ms_xgb", "XGB tuning s"), ("tvm_relax_pipeline", "TVM pipeline tuning s"),
+              ("cwm_unpacked", "unpacked tuning s"), ("cwm_gradient", "gradient tuning s"),
+              ("cwm_round_robin", "round-robin tuning s"))
 
 
 def e2e_table(r) -> list[str]:
     """``bench/e2e.py``: end-to-end latency of the zoo networks, cwm vs PyTorch, ORT and TVM MetaSchedule."""
     geo = r.get("geomean_speedup") or {}
+    ran = set(r.get("methods") or [m for m, _ in E2E_METHODS[:5]])
+    methods = [(k, label) for k, label in E2E_METHODS if k in ran]
+    tuning = [(k, label) for k, label in E2E_TUNING if k in ran]
     parts = []
-    for key, label in E2E_METHODS[1:]:
+    for key, label in methods[1:]:
         value = geo.get(f"vs_{key}")
         parts.append(f"vs {label} **{value:.2f}×**" if value else f"vs {label} n/a")
+    budget = next((b for row in (r.get("networks") or {}).values() for b in (row.get("budget_total") or {}).values()
+                   if b), None)
     out = _head("End-to-end latency", "bench/e2e.py", r,
                 f"batch 1, ms, median of {r.get('runs')} interleaved rounds, {r.get('threads')} threads for every "
-                f"method; cwm and TVM MetaSchedule (XGB cost model) tuned for {r.get('trials_per_task')} trials per "
-                "task; max rel err = max|y − y_PyTorch| / max|y_PyTorch| of cwm",
+                f"method; every tuned method at the same budget, {r.get('trials_per_task')} trials × tasks"
+                + (" (budget_total per network in the JSON)" if budget else "")
+                + "; max rel err = max|y − y_PyTorch| / max|y_PyTorch| of cwm",
                 "Geomean speedup of cwm (other ÷ cwm latency, > 1: cwm faster)", parts)
-    out += ["| network | tasks | " + " | ".join(f"{label} ms" for _, label in E2E_METHODS)
-            + " | cwm tuning s | XGB tuning s | max rel err |", "|---|---|" + "---|" * (len(E2E_METHODS) + 3)]
+    out += ["| network | tasks | " + " | ".join(f"{label} ms" for _, label in methods)
+            + "".join(f" | {label}" for _, label in tuning) + " | max rel err |",
+            "|---|---|" + "---|" * (len(methods) + len(tuning) + 1)]
 
     def ms(row, key):
         value = row.get(f"{key}_ms")
@@ -136,9 +149,12 @@ def e2e_table(r) -> list[str]:
 
     for net, row in (r.get("networks") or {}).items():
         err = (row.get("max_rel_err") or {}).get("cwm")
+        by_method = dict(row.get("tuning_s_by_method") or {})
+        by_method.setdefault("cwm", row.get("tuning_s"))
+        by_method.setdefault("tvm_ms_xgb", row.get("tvm_ms_xgb_tuning_s"))
         out.append(f"| {net} | {row.get('tasks') if row.get('tasks') is not None else 'n/a'} | "
-                   + " | ".join(ms(row, key) for key, _ in E2E_METHODS)
-                   + f" | {secs(row.get('tuning_s'))} | {secs(row.get('tvm_ms_xgb_tuning_s'))} | "
+                   + " | ".join(ms(row, key) for key, _ in methods)
+                   + "".join(f" | {secs(by_method.get(key))}" for key, _ in tuning) + " | "
                    + (f"{err:.1e}" if err is not None else "n/a") + " |")
     days = sorted({row["measured_at"][:10] for row in (r.get("networks") or {}).values() if row.get("measured_at")})
     if len(days) > 1:  # a network added later was measured in a run of its own, on the same host kind
@@ -269,6 +285,7 @@ def transition_corpus_table(r) -> list[str]:
 TABLES = (("ranking.json", ranking_table), ("probe.json", probe_table), ("corpus_breadth.json", corpus_breadth_table),
           ("transition_corpus.json", transition_corpus_table), ("search.json", search_table), ("e2e.json", e2e_table),
           ("e2e_t64.json", e2e_table),  # the same benchmark at 64 trials per task (--trials 64)
+          ("e2e_ablation_t64.json", e2e_table),  # packing and task-scheduler ablations of cwm (issue #14)
           ("scoring.json", scoring_table), ("fast_tuning.json", fast_tuning_table),
           ("trace_features.json", trace_features_table))
 

@@ -1,6 +1,7 @@
 #include "canonical.h"
 
 #include <algorithm>
+#include <cctype>
 #include <unordered_map>
 
 #include "vocab.h"
@@ -10,9 +11,19 @@ namespace {
 
 [[noreturn]] void Fail(const std::string& what) { throw TraceFormatError(what); }
 
-bool IsRv(const Json& x) { return x.is_string() && x.s != "None" && (x.s.empty() || x.s[0] != '"'); }
+// A random variable's name in a trace (b3, l12, v0). Quoted strings are literals, and other text
+// (the JSON of an IndexMap that TransformLayout takes) is a literal as written.
+bool IsRvName(const std::string& s) {
+  if (s.empty() || s == "None" || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  for (char c : s)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+  return true;
+}
+
+bool IsRv(const Json& x) { return x.is_string() && IsRvName(x.s); }
 
 std::string Literal(const std::string& x) {
+  if (x.empty() || x[0] != '"') return x;  // an object written as text (an IndexMap's JSON)
   if (x.size() >= 2 && x.back() == '"') return x.substr(1, x.size() - 2);
   return x.substr(1);
 }

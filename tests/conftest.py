@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,11 @@ import pytest
 import cwm  # noqa: F401  (installs the TVMScript speed fix before any test parses TIR)
 
 DATA = Path(__file__).parent / "data"
+
+# Tests never read or write the machine's shared tuning database (~/.cache/cwm/tuning): records of
+# one test (or of the user's compiles) would make another's tuning a reuse. The tests of the shared
+# database pass their own folder (tests/test_shared_database.py).
+os.environ["CWM_TUNING_CACHE"] = "off"
 
 
 def load_trace_records() -> list[dict]:

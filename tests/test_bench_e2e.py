@@ -47,7 +47,7 @@ def test_geomean_speedups(e2e):
                   "tvm_ms_xgb_ms": 2.0},
             "c": {"cwm_ms": None, "torch_eager_ms": 5.0}}  # no cwm latency: in no ratio
     geo, count = e2e.geomean_speedups(nets)
-    assert set(geo) == {"vs_torch_eager", "vs_torch_compile", "vs_onnxruntime", "vs_tvm_ms_xgb"}
+    assert set(geo) == {"vs_torch_eager", "vs_torch_compile", "vs_onnxruntime", "vs_tvm_ms_xgb", "vs_tvm_relax_pipeline"}
     assert geo["vs_torch_eager"] == pytest.approx(4.0)  # sqrt(2 * 8)
     assert geo["vs_torch_compile"] == pytest.approx(0.5) and count["vs_torch_compile"] == 1
     assert geo["vs_onnxruntime"] == pytest.approx(math.sqrt(4.0 * 0.5))
@@ -163,7 +163,7 @@ def test_resume_and_report(e2e, tmp_path, no_onnx_export):
     comp, meas = FakeCompile(fail_on={("gpt2", "cwm")}), FakeMeasure()
     assert _main(e2e, tmp_path, comp, meas) == 1  # incomplete, no --partial: no JSON
     assert comp.calls == [("resnet18", "cwm"), ("resnet18", "tvm_ms_xgb"), ("gpt2", "cwm"), ("gpt2", "tvm_ms_xgb")]
-    assert meas.calls == [("resnet18", tuple(e2e.METHODS))]  # gpt2 waits for its cwm compile
+    assert meas.calls == [("resnet18", tuple(e2e.DEFAULT_METHODS))]  # gpt2 waits for its cwm compile
     assert not (tmp_path / "e2e.json").exists()
     # a kill mid-write leaves a torn last line: ignored, then cut off before the next append
     with open(ckpt, "a") as f:
@@ -176,13 +176,13 @@ def test_resume_and_report(e2e, tmp_path, no_onnx_export):
     # session 2: only what is missing runs; gpt2/cwm's tuning time adds both sessions (3 s + 5 s)
     comp2, meas2 = FakeCompile(), FakeMeasure()
     assert _main(e2e, tmp_path, comp2, meas2) == 0
-    assert comp2.calls == [("gpt2", "cwm")] and meas2.calls == [("gpt2", tuple(e2e.METHODS))]
+    assert comp2.calls == [("gpt2", "cwm")] and meas2.calls == [("gpt2", tuple(e2e.DEFAULT_METHODS))]
     r = json.loads((tmp_path / "e2e.json").read_text())
     assert r["partial"] is False and r["missing"] == [] and r["trials_per_task"] == 4
     for key in ("networks", "geomean_speedup", "trials_per_task", "machine", "date"):
         assert key in r
     g = r["networks"]["gpt2"]
-    assert set(e2e.METHODS) <= {k[:-3] for k in g if k.endswith("_ms")}
+    assert set(e2e.DEFAULT_METHODS) <= {k[:-3] for k in g if k.endswith("_ms")}
     assert g["tuning_s"] == pytest.approx(8.0) and g["tuning_sessions"]["cwm"] == 2
     assert g["tvm_ms_xgb_tuning_s"] == pytest.approx(5.0) and g["tasks"] == 3
     assert g["torch_compile_ms"] is None and "simulated" in g["errors"]["torch_compile"]

@@ -46,10 +46,11 @@ def test_parse_types_whitespace_and_named_pipelines():
 
 @pytest.mark.parametrize("text, needle", [
     ("cwm-import,cwm-fuse,cwm-build", "unknown pass 'cwm-fuse'; registered passes: cwm-import, cwm-keep-nan, "
-                                      "cwm-bool-ops, cwm-partition, cwm-tune, cwm-apply-db, cwm-gpu-dispatch, "
-                                      "cwm-gpu-default-schedules, cwm-build"),
+                                      "cwm-bool-ops, cwm-partition, cwm-layout-free, cwm-tune, cwm-apply-db, "
+                                      "cwm-pack-weights, cwm-gpu-dispatch, cwm-gpu-default-schedules, cwm-build, "
+                                      "cwm-transform-weights"),
     ("cwm-import,cwm-partition,cwm-tune{trails=8}", "pass 'cwm-tune' has no option 'trails'; its options: "
-                                                    "trials, cost-model, seed"),
+                                                    "trials, cost-model, seed, budget, scheduler"),
     ("cwm-import,cwm-build{x=1}", "pass 'cwm-build' has no option 'x'; its options: device-code, compiler"),
     ("cwm-import,cwm-partition,cwm-gpu-default-schedules,cwm-apply-db,cwm-build",
      "pass 'cwm-apply-db' must come before 'cwm-gpu-default-schedules'"),
@@ -90,7 +91,9 @@ def test_named_pipelines_resolve_per_target_kind():
     for name in ("default", "no-tune", "from-db"):
         assert str(resolve(name, "llvm")) == str(resolve(name)) == PIPELINES[name]
         cuda = resolve(name, "cuda")
-        assert str(cuda) == PIPELINES[f"{name}-cuda"] == PIPELINES[name].replace("cwm-build", gpu)
+        cpu_only = ("cwm-layout-free", "cwm-pack-weights", "cwm-transform-weights")  # llvm: packed weights
+        assert str(cuda) == PIPELINES[f"{name}-cuda"] == ",".join(
+            p for p in PIPELINES[name].split(",") if p not in cpu_only).replace("cwm-build", gpu)
         assert resolve(name, tvm.target.Target("nvidia/nvidia-h100")) == cuda == resolve(name, {"kind": "cuda"})
         assert resolve(f"{name}-cuda", "cuda") == cuda
     assert str(resolve("default", "cuda")) == ("cwm-import,cwm-keep-nan,cwm-bool-ops,cwm-partition,cwm-tune,"
@@ -133,9 +136,9 @@ def test_pass_option_values_are_checked_in_of():
 
 def test_compile_options_unknown_keyword_lists_fields():
     with pytest.raises(TypeError) as info:
-        cwm.compile("model.onnx", trials=8)
+        cwm.compile("model.onnx", trails=8)
     message = str(info.value)
-    assert "'trials'" in message and "trials_per_task" in message and "cost_model" in message
+    assert "'trails'" in message and "trials_per_task" in message and "cost_model" in message
     with pytest.raises(ValueError, match="unknown cost_model"):
         cc.CompileOptions(cost_model="gbdt")
     options = cc.make_options(cc.CompileOptions(trials_per_task=3), seed=5)
@@ -153,12 +156,13 @@ def test_instruments_timing_dump_print_after(tiny_onnx, tmp_path):
     state = cc.run_pipeline(tiny_onnx, pipeline="no-tune", dump_ir=tmp_path / "ir", print_after=("cwm-partition",),
                             instruments=(everything, cc.PrintAfter(["cwm-import"], stream=stream)),
                             work_dir=tmp_path / "wd")
-    assert state.ran == ["cwm-import", "cwm-keep-nan", "cwm-bool-ops", "cwm-partition", "cwm-build"]
-    assert list(state.pass_seconds) == ["cwm-import", "cwm-keep-nan", "cwm-bool-ops", "cwm-partition", "cwm-build"]
+    ran = ["cwm-import", "cwm-keep-nan", "cwm-bool-ops", "cwm-partition", "cwm-build", "cwm-transform-weights"]
+    assert state.ran == ran
+    assert list(state.pass_seconds) == ran
     assert all(s >= 0 for s in state.pass_seconds.values())
     names = sorted(p.name for p in (tmp_path / "ir").iterdir())
     assert names == ["000_cwm-import.py", "001_cwm-keep-nan.py", "002_cwm-bool-ops.py", "003_cwm-partition.py",
-                     "004_cwm-build.py"]
+                     "004_cwm-build.py", "005_cwm-transform-weights.py"]
     partitioned = (tmp_path / "ir" / "003_cwm-partition.py").read_text()
     assert "fused_conv2d_add_relu" in partitioned and "main_transform_params" in partitioned
     assert "R.nn.conv2d" in (tmp_path / "ir" / "000_cwm-import.py").read_text()
@@ -242,7 +246,7 @@ def test_weights_as_plain_inputs_match_lifted(tiny_onnx, tmp_path):
     x = tiny_cnn.example_input(0)
     plain = cwm.compile(tiny_onnx, pipeline="cwm-import,cwm-partition{lift-params=false},cwm-build")
     lifted = cwm.compile(tiny_onnx, pipeline="no-tune")
-    assert (plain.param_mode, lifted.param_mode) == ("inputs", "lifted")
+    assert (plain.param_mode, lifted.param_mode) == ("inputs", "transformed")  # no-tune: transformed at compile
     assert "transpose" in [t["name"] for t in plain.report["tasks"]]  # not lifted out of main
     np.testing.assert_allclose(plain(x), lifted(x), rtol=1e-5, atol=1e-5)
     np.testing.assert_allclose(cwm.load(plain.export(tmp_path / "out"))(x), plain(x), rtol=0, atol=0)

@@ -111,3 +111,30 @@ def test_sequence_stats_identical_to_reference(trace_records):
     assert np.array_equal(nat[:, counts], ref[:, counts])  # integral features exactly
     with pytest.raises(ValueError, match="lengths must have shape"):
         native.load().sequence_stats(fb.ints, fb.numbers, fb.lengths[:-1])
+
+
+def test_transform_layout_index_map_is_a_literal():
+    """``TransformLayout`` takes an ``IndexMap`` written as JSON text: both featurizers read it as
+    a literal (it used to be taken for a random variable, failing every trace of a task whose
+    weights are layout-free, issue #14), and they agree on it."""
+    import tvm
+    import tvm.s_tir as s_tir
+    from tvm import te
+
+    from cwm.actions.trace_io import trace_to_json
+
+    a, b = te.placeholder((64, 32), name="A"), te.placeholder((32, 16), name="B")
+    k = te.reduce_axis((0, 32), name="k")
+    c = te.compute((64, 16), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
+    sch = s_tir.Schedule(tvm.IRModule({"main": te.create_prim_func([a, b, c])}))
+    block = sch.get_sblock("C")
+    sch.transform_layout(block, ("read", 1), lambda kk, j: (j // 8, kk, j % 8))
+    sch.split(sch.get_loops(block)[0], [None, 8])
+    text = trace_to_json(sch.trace)
+    ref = canonicalize(text)
+    layout = [act for act in ref.actions if act.kind == "TransformLayout"]
+    assert len(layout) == 1 and layout[0].strings and '"tirx.IndexMap"' in layout[0].strings[0]
+    actions, unknown, num_insts = native.canonical_actions(text)
+    assert [tuple(x) for x in actions] == [tuple(x) for x in _as_tuples(ref)]
+    nat, py = native.featurize_batch([text]), featurize_batch([text])
+    assert np.array_equal(nat.ints, py.ints) and np.array_equal(nat.numbers, py.numbers)

@@ -33,6 +33,7 @@ Rules (input: TVM's trace JSON ``[insts, decisions]``, each inst
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 
 from cwm.actions.vocab import UNK, KIND_ID, is_pure
@@ -75,11 +76,18 @@ class TraceFormatError(ValueError):
     """The text is not a MetaSchedule trace in TVM's JSON form."""
 
 
+#: a random variable's name in a trace (``b3``, ``l12``, ``v0``); quoted strings are literals, and
+#: other text (the JSON of an ``IndexMap`` that ``TransformLayout`` takes) is a literal as written
+_RV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
 def _is_rv(x) -> bool:
-    return isinstance(x, str) and x != "None" and not x.startswith('"')
+    return isinstance(x, str) and x != "None" and _RV_NAME.match(x) is not None
 
 
 def _literal(x: str) -> str:
+    if not x.startswith('"'):
+        return x  # an object written as text (an IndexMap's JSON)
     return x[1:-1] if len(x) >= 2 and x.endswith('"') else x[1:]
 
 

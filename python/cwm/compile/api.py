@@ -128,11 +128,16 @@ def _report(state) -> dict:
         "trials_per_task": tuning["trials_per_task"] if tuning else 0,
         "new_records": tuning["new_records"] if tuning else 0,
         "reused_records": tuning["reused_records"] if tuning else 0,
+        "shared_records": tuning["shared_records"] if tuning else 0,
+        "shared_database": tuning["shared_database"] if tuning else None,
         "cost_model": tuning["cost_model"] if tuning else None,
         "tune_s": tuning["wall_s"] if tuning else 0.0,
         "scheduled_functions": state.scheduled_functions, "builder": state.builder_name,
         "build_info": state.build_info,
         "param_mode": state.param_mode,
+        # kernels whose weights are stored packed (one *_weight_prepack function each), of the
+        # functions whose weights were layout-free while tuning
+        "weights_packed": len(state.packed_functions), "layout_free_functions": len(state.layout_free_functions),
         "pass_seconds": {k: round(v, 3) for k, v in state.pass_seconds.items()},
         "wall_s": round(state.wall_s, 3),
     }
@@ -165,6 +170,7 @@ def _measure(compiled, state, options) -> None:
             spec = get_pass(invocation.name)
             mod = spec.run(baseline, mod, spec.resolve(invocation.given, baseline.options))
             baseline.ran.append(invocation.name)
-    untuned = CompiledModel(baseline.executable, state.target, state.inputs, state.outputs, state.params,
-                            state.param_mode)
+    params = state.source_params if state.source_params is not None else state.params  # before cwm-transform-weights
+    mode = state.source_param_mode or state.param_mode
+    untuned = CompiledModel(baseline.executable, state.target, state.inputs, state.outputs, params, mode)
     compiled.report["latency_before_us"] = untuned.benchmark(*inputs, runs=options.bench_runs)["median_us"]

@@ -222,7 +222,7 @@ def _write(model, folder, destination) -> bytes:
         "frontend": model.frontend,
         "inputs": [s.to_json() for s in model.inputs],
         "outputs": [s.to_json() for s in model.outputs],
-        "params": {"mode": model.param_mode,
+        "params": {"mode": model.param_mode, "packed_functions": int(model.report.get("weights_packed", 0)),
                    "tensors": [TensorSpec(k, tuple(v.shape), str(v.dtype)).to_json() for k, v in model.params.items()]},
         "pipeline": model.pipeline,
         "report": model.report,
@@ -396,6 +396,12 @@ def read(path, check_versions: bool = True, check_target: bool = True, expect_sh
         verify_versions(path, manifest)
     if check_target:
         verify_target(path, manifest)
+    from cwm.compile.weight_layout import PARAM_MODES
+
+    mode = manifest.get("params", {}).get("mode", "none")
+    if mode not in PARAM_MODES:
+        raise ArtifactError(f"{path}: its weights are in mode {mode!r}, which this cwm does not know "
+                            f"({', '.join(PARAM_MODES)}); it was written by a newer cwm: upgrade cwm or compile again")
     library = os.path.join(path, LIBRARY)
     check_library(library)
     try:
@@ -417,6 +423,6 @@ def read(path, check_versions: bool = True, check_target: bool = True, expect_sh
     return {"executable": executable, "target": target,
             "inputs": [TensorSpec.from_json(s) for s in manifest["inputs"]],
             "outputs": [TensorSpec.from_json(s) for s in manifest["outputs"]], "params": params,
-            "param_mode": manifest.get("params", {}).get("mode", "none"), "report": manifest.get("report", {}),
+            "param_mode": mode, "report": manifest.get("report", {}),
             "pipeline": manifest.get("pipeline", ""), "library_path": library, "database_files": database,
             "frontend": manifest.get("frontend", ""), "artifact_sha256": digest}

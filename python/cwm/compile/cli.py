@@ -25,6 +25,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model-dir", default=None, help="world model for --cost-model cwm (default: shipped)")
     parser.add_argument("--work-dir", default=None,
                         help="tuning database and logs; reusing a folder reuses (and resumes) its records")
+    parser.add_argument("--tuning-cache", default=None, metavar="DIR|off",
+                        help="the tuning database shared by this machine's compiles (default: $CWM_TUNING_CACHE or "
+                             "~/.cache/cwm/tuning); tasks tuned before start from its records; off: not used")
     parser.add_argument("--lock-timeout", type=float, default=None, metavar="SECONDS",
                         help="while another compile uses --work-dir, wait at most this long for its lock "
                              "(default: wait until it is done)")
@@ -82,7 +85,8 @@ def summary(model, output: str, wall_s: float) -> str:
         f" (mcpu {model.target.attrs['mcpu']})" if "mcpu" in model.target.attrs else "")),
         ("pipeline", r.get("pipeline")), ("tasks", len(tasks))]
     if r.get("cost_model"):
-        rows += [("trials", f"{r['new_records']} measured now, {r['reused_records']} reused "
+        shared = f", {r['shared_records']} of them from the shared tuning database" if r.get("shared_records") else ""
+        rows += [("trials", f"{r['new_records']} measured now, {r['reused_records']} reused{shared} "
                             f"({r['trials_per_task']} per task, cost model {r['cost_model']})"),
                  ("tuning time", f"{r['tune_s']:.1f} s")]
     rows.append(("compile time", f"{wall_s:.1f} s"))
@@ -96,9 +100,10 @@ def summary(model, output: str, wall_s: float) -> str:
         rows.append(("latency after tuning", _us(after) + speedup))
     text = table(rows)
     if tasks and "new" in tasks[0]:
-        task_rows = [(t["name"], t["weight"], t["reused"], t["new"], t["status"], _us(t.get("best_us")),
-                      f"{t['wall_s']:.1f} s") for t in tasks]
-        text += "\n\n" + table(task_rows, ("task", "weight", "reused", "new", "status", "best", "time"))
+        task_rows = [(t["name"], t["weight"], t["reused"], t.get("shared", 0), t["new"], t["status"],
+                      _us(t.get("best_us")), f"{t['wall_s']:.1f} s") for t in tasks]
+        text += "\n\n" + table(task_rows, ("task", "weight", "reused", "of them shared", "new", "status", "best",
+                                            "time"))
     untunable = [t for t in tasks if t.get("status") == "untunable"]
     if untunable:
         text += f"\n\n{len(untunable)} task(s) could not be tuned and use their default schedule:"
@@ -122,7 +127,8 @@ def main(argv) -> int:
                            input_shapes=parse_shapes(args.input_shape) or None, seed=args.seed,
                            dump_ir=args.dump_ir, print_after=tuple(args.print_after),
                            measure_baseline=not args.no_baseline, bench_runs=args.runs,
-                           progress=not args.no_progress, verbose=args.verbose, lock_timeout=args.lock_timeout)
+                           progress=not args.no_progress, verbose=args.verbose, lock_timeout=args.lock_timeout,
+                           tuning_cache=True if args.tuning_cache is None else args.tuning_cache)
     except (cc.CompileError, ValueError, TypeError, FileNotFoundError, NotImplementedError) as error:
         # errors about input_shapes= carry their --input-shape wording in .cli
         print(f"cwm compile: error: {getattr(error, 'cli', None) or error}", file=sys.stderr)

@@ -3,9 +3,10 @@
 ``model(x)`` checks every input against the signature (count, names, shape, dtype) and raises
 :class:`~cwm.compile.errors.InputError` naming the input and what was expected; it returns a
 NumPy array (a tuple of them for several outputs), or torch tensors when the inputs were
-torch tensors. The weights are uploaded once, on the first call; when the module was compiled
-with lifted weight transforms (``param_mode == "lifted"``) ``main_transform_params`` runs once
-then too. :meth:`export` writes the artifact directory (:mod:`cwm.compile.artifact`) that
+torch tensors. The weights are uploaded once, on the first call. A CPU compile transforms (and
+packs) them at compile time (``param_mode == "transformed"``, :mod:`cwm.compile.weight_layout`);
+a model with lifted weight transforms (``"lifted"``: a cuda compile, or an artifact written before
+that) runs ``main_transform_params`` once, on the first call. :meth:`export` writes the artifact directory (:mod:`cwm.compile.artifact`) that
 :func:`load` (``cwm.load``) reads back.
 """
 from __future__ import annotations
@@ -29,6 +30,11 @@ class CompiledModel:
         self.inputs = list(inputs)
         self.outputs = list(outputs)
         self.params = dict(params or {})
+        from cwm.compile.weight_layout import PARAM_MODES
+
+        if param_mode not in PARAM_MODES:
+            raise CompileError(f"unknown weight mode {param_mode!r} (this cwm knows {', '.join(PARAM_MODES)}); "
+                               "the model was made by another cwm version: compile it again")
         self.param_mode = param_mode
         #: what the compile did (tasks, trials, timings, latencies); a JSON-able dict
         self.report = dict(report or {})

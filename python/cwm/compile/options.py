@@ -12,6 +12,9 @@ from dataclasses import dataclass
 from typing import Any
 
 
+TASK_SCHEDULERS = ("round-robin", "gradient")
+
+
 @dataclass
 class CompileOptions:
     """How :func:`cwm.compile` imports, tunes and builds a model (docs/compile.md)."""
@@ -21,6 +24,13 @@ class CompileOptions:
     target: Any = "llvm"
     #: measured candidates per task (a task already in ``work_dir``'s database counts what it has)
     trials_per_task: int = 64
+    #: measured candidates for the whole network, spread over its tasks by ``task_scheduler``
+    #: (None: ``trials_per_task`` times the number of tasks)
+    trials: int | None = None
+    #: how the network's budget is spread: ``"round-robin"`` (an equal share per task, tuned one
+    #: after the other) or ``"gradient"`` (MetaSchedule's gradient task scheduler: trials go to the
+    #: tasks expected to cut the weighted latency most)
+    task_scheduler: str = "round-robin"
     #: ``"cwm"`` (the world model; fails clearly when none is installed), ``"xgb"``,
     #: ``"xgb-pretrained"``, ``"random"`` or a MetaSchedule ``CostModel`` instance
     cost_model: Any = "cwm"
@@ -67,6 +77,12 @@ class CompileOptions:
     #: relu / clip / maximum / minimum keep NaN as in PyTorch and ONNX Runtime (the ``cwm-keep-nan``
     #: pass; False: TVM's own lowering, where ``relu(nan)`` is 0). Max-pooling is not changed.
     keep_nan: bool = True
+    #: CPU targets: mark weights layout-free before tuning and store them in the layout the tuned
+    #: kernels read (the ``cwm-layout-free`` and ``cwm-pack-weights`` passes; False: keep their layout)
+    pack_weights: bool = True
+    #: the tuning database shared by this machine's compiles (:mod:`cwm.tuning.shared_database`):
+    #: True = ``$CWM_TUNING_CACHE`` or ``~/.cache/cwm/tuning``, a folder, or False / ``"off"``
+    tuning_cache: Any = True
 
     def __post_init__(self):
         from cwm.cost_model.factory import registered  # cheap: no TVM, no torch
@@ -74,6 +90,11 @@ class CompileOptions:
         if isinstance(self.trials_per_task, bool) or not isinstance(self.trials_per_task, int) \
                 or self.trials_per_task < 0:
             raise ValueError(f"trials_per_task must be an int >= 0, not {self.trials_per_task!r}")
+        if self.trials is not None and (isinstance(self.trials, bool) or not isinstance(self.trials, int)
+                                        or self.trials < 0):
+            raise ValueError(f"trials (the network's budget) must be None or an int >= 0, not {self.trials!r}")
+        if self.task_scheduler not in TASK_SCHEDULERS:
+            raise ValueError(f"task_scheduler must be one of {list(TASK_SCHEDULERS)}, not {self.task_scheduler!r}")
         if isinstance(self.cost_model, str) and self.cost_model not in registered():
             raise ValueError(f"unknown cost_model {self.cost_model!r}; use one of {list(registered())} "
                              "or a MetaSchedule CostModel instance")

@@ -15,10 +15,18 @@ pass                           options (type, default)             does
                                                                    ``main_transform_params``,
                                                                    legalize, fuse, extract
                                                                    ``main``'s tasks
+``cwm-layout-free``            ``enabled`` (bool)                  llvm only: mark weights
+                                                                   layout-free, so tuning may pick
+                                                                   their layout
 ``cwm-tune``                   ``trials`` (int), ``cost-model``    tune every task into
-                               (str), ``seed`` (int)               ``work_dir``'s JSON database
-                                                                   (resumable)
+                               (str), ``seed`` (int),              ``work_dir``'s JSON database
+                               ``budget`` (int), ``scheduler``     (resumable); ``budget`` trials
+                               (str)                               for the network, spread by
+                                                                   ``scheduler``
 ``cwm-apply-db``               --                                  swap in the best schedules found
+``cwm-pack-weights``           ``enabled`` (bool)                  llvm only: move the chosen weight
+                                                                   layout rewrites into
+                                                                   ``main_transform_params``
 ``cwm-gpu-dispatch``           --                                  cuda only: sort / scan / top-k /
                                                                    sampling ops -> TVM's GPU kernels
                                                                    (``gpu_library_dispatch``)
@@ -36,8 +44,10 @@ resolved for that target or run (docs/compile.md, "Passes for one target kind");
 pipelines (``default-cuda`` ..., :mod:`cwm.compile.pipeline`) run them.
 
 An option left out takes its value from the :class:`~cwm.compile.options.CompileOptions`
-field it stands for (``trials`` <- ``trials_per_task``, ``cost-model`` <- ``cost_model``,
-``seed`` <- ``seed``, ``enabled`` of ``cwm-keep-nan`` <- ``keep_nan``). :func:`register_pass`
+field it stands for (``trials`` <- ``trials_per_task``, ``budget`` <- ``trials``, ``scheduler`` <-
+``task_scheduler``, ``cost-model`` <- ``cost_model``,
+``seed`` <- ``seed``, ``enabled`` of ``cwm-keep-nan`` <- ``keep_nan``, ``enabled`` of
+``cwm-layout-free`` and ``cwm-pack-weights`` <- ``pack_weights``). :func:`register_pass`
 adds a pass; ``PASSES`` is the registry.
 """
 from __future__ import annotations
@@ -260,10 +270,9 @@ def _bool_ops(state, mod, options):
 def _partition(state, mod, options):
     """Legalize and fuse the module into TIR tasks (:func:`cwm.partition.fuse`), then
     extract ``main``'s MetaSchedule tasks."""
-    import tvm
     from tvm import relax
-    from tvm.s_tir import meta_schedule as ms
 
+    from cwm.compile.weight_layout import main_tasks
     from cwm.partition import fuse
 
     if state.params and options["lift_params"]:
@@ -278,12 +287,27 @@ def _partition(state, mod, options):
         from cwm.compile.failure_origin import legalize_failure
 
         raise legalize_failure(error, mod, state.target, "cwm-partition") from error
-    main_only = tvm.IRModule({gv: f for gv, f in fused.functions_items()
-                              if gv.name_hint != "main_transform_params"})
-    main_only = relax.transform.DeadCodeElimination(["main"])(main_only)
-    state.tasks = list(ms.relax_integration.extract_tasks(main_only, state.target))
+    state.tasks = main_tasks(fused, state.target)
     state.fused = fused
     return fused
+
+
+@register_pass("cwm-layout-free", options=(
+    Option("enabled", bool, True, "false: weights keep their layout (no packing)", field="pack_weights"),
+), requires=("cwm-partition",), before=("cwm-tune", "cwm-apply-db"), targets=("llvm",))
+def _layout_free(state, mod, options):
+    """Mark the weights of every fused function layout-free (``AttachAttrLayoutFreeBuffers``), so
+    the tuner may choose their layout; the tasks are extracted again (their hash changes). CPU
+    only (:mod:`cwm.compile.weight_layout`)."""
+    if not options["enabled"]:
+        return mod
+    from cwm.compile.weight_layout import layout_free_functions, main_tasks, mark_layout_free
+
+    marked = mark_layout_free(mod, state.target)
+    state.layout_free_functions = layout_free_functions(marked)
+    state.tasks = main_tasks(marked, state.target)
+    state.fused = marked
+    return marked
 
 
 @register_pass("cwm-tune", options=(
@@ -291,6 +315,10 @@ def _partition(state, mod, options):
     Option("cost-model", str, help="cwm, xgb, xgb-pretrained or random", field="cost_model",
            choices=cost_models),  # the registered names, asked when a value is checked
     Option("seed", int, help="search and cost-model seed", field="seed"),
+    Option("budget", int, help="measured candidates for the whole network (default: trials per task x tasks)",
+           field="trials"),
+    Option("scheduler", str, help="how the budget is spread over the tasks", field="task_scheduler",
+           choices=("round-robin", "gradient")),
 ), requires=("cwm-partition",))
 def _tune(state, mod, options):
     """Tune every task of ``main`` into ``work_dir``'s JSON database (resumable, see
@@ -302,7 +330,11 @@ def _tune(state, mod, options):
     trials = options["trials"]
     if trials < 0:
         raise PipelineError(f"option 'trials' of pass 'cwm-tune' must be >= 0, not {trials}")
-    compile_options = dataclasses.replace(state.options, cost_model=options["cost_model"], seed=options["seed"])
+    budget = options["budget"]
+    if budget is not None and budget < 0:
+        raise PipelineError(f"option 'budget' of pass 'cwm-tune' must be >= 0, not {budget}")
+    compile_options = dataclasses.replace(state.options, cost_model=options["cost_model"], seed=options["seed"],
+                                          trials=budget, task_scheduler=options["scheduler"])
     state.database, state.tuning = tune_tasks(state.tasks, state.target, state.work_dir, trials, compile_options)
     return mod
 
@@ -333,6 +365,25 @@ def _scheduled_names(mod) -> set:
 
     return {gv.name_hint for gv, f in mod.functions_items() if isinstance(f, tirx.PrimFunc)
             and f.attrs is not None and bool(f.attrs.get("tirx.is_scheduled", False))}
+
+
+@register_pass("cwm-pack-weights", options=(
+    Option("enabled", bool, True, "false: leave the weight layout rewrites inside the kernels",
+           field="pack_weights"),
+), requires=("cwm-apply-db",), before=("cwm-build",), targets=("llvm",))
+def _pack_weights(state, mod, options):
+    """Move the weight layout rewrites the tuned schedules chose out of ``main`` into
+    ``main_transform_params`` (``SplitLayoutRewritePreproc -> LiftTransformParams ->
+    FoldConstant``). CPU only (:mod:`cwm.compile.weight_layout`)."""
+    if not options["enabled"]:
+        return mod
+    from cwm.compile.weight_layout import prepack_functions, split_and_lift
+
+    out = split_and_lift(mod, state.target)
+    state.packed_functions = prepack_functions(out)
+    if state.param_mode == "inputs" and any(gv.name_hint == "main_transform_params" for gv, _ in out.functions_items()):
+        state.param_mode = "lifted"
+    return out
 
 
 @register_pass("cwm-gpu-dispatch", requires=("cwm-partition",), before=("cwm-gpu-default-schedules", "cwm-build"),
@@ -423,3 +474,18 @@ def build(mod, target, source=None, *, compiler: str = "auto", device_code: str 
                                   pre=schedules.get("pre", ()))
         return built.executable, "cwm.targets.cuda.build_device_code", built.info.as_dict()
     raise CompileError(f"cwm.compile builds for llvm and cuda targets, not {kind!r}")
+
+
+@register_pass("cwm-transform-weights", requires=("cwm-build",), targets=("llvm",))
+def _transform_weights(state, mod, options):
+    """Run ``main_transform_params`` once, now: the compiled model (and its artifact) holds the
+    transformed, packed weights, so no load and no call transforms them (param mode
+    ``transformed``). CPU only; a model without lifted weights passes through."""
+    if state.param_mode != "lifted" or not state.params:
+        return mod
+    from cwm.compile.weight_layout import TRANSFORMED, transform_weights
+
+    state.source_params, state.source_param_mode = state.params, state.param_mode
+    state.params = transform_weights(state.executable, mod, state.params)
+    state.param_mode = TRANSFORMED
+    return mod

@@ -34,11 +34,12 @@ _CUDA_BUILD = "cwm-gpu-dispatch,cwm-gpu-default-schedules,cwm-build{device-code=
 
 #: Named pipelines. ``NAME-KIND`` is what ``NAME`` resolves to for a target of kind ``KIND``.
 PIPELINES = {
-    "default": f"{_FRONT},cwm-tune,cwm-apply-db,cwm-build",
+    # CPU: weights layout-free while tuning, packed ahead of time, transformed at compile time
+    "default": f"{_FRONT},cwm-layout-free,cwm-tune,cwm-apply-db,cwm-pack-weights,cwm-build,cwm-transform-weights",
     # default schedules only (llvm: TVM's unscheduled lowering), no measurement
-    "no-tune": f"{_FRONT},cwm-build",
+    "no-tune": f"{_FRONT},cwm-build,cwm-transform-weights",
     # the best schedules already in work_dir's database, no measurement
-    "from-db": f"{_FRONT},cwm-apply-db,cwm-build",
+    "from-db": f"{_FRONT},cwm-layout-free,cwm-apply-db,cwm-pack-weights,cwm-build,cwm-transform-weights",
     # the same for cuda targets (resolve("default", cuda) etc.)
     "default-cuda": f"{_FRONT},cwm-tune,cwm-apply-db,{_CUDA_BUILD}",
     "no-tune-cuda": f"{_FRONT},{_CUDA_BUILD}",

@@ -46,6 +46,10 @@ class CompileState:
     database: Any = None
     #: per-task tuning summary (:class:`cwm.compile.tuning.TuningReport`)
     tuning: Any = None
+    #: fused functions whose weights are layout-free (cwm-layout-free), and the kernels whose weights
+    #: were packed ahead of time (cwm-pack-weights: one ``*_weight_prepack`` function each)
+    layout_free_functions: list = field(default_factory=list)
+    packed_functions: list = field(default_factory=list)
     #: TIR functions that got a tuned schedule (cwm-apply-db): how many, and their names
     scheduled_functions: int = 0
     tuned_functions: list = field(default_factory=list)

@@ -52,6 +52,8 @@ class TaskReport:
     weight: int
     requested: int
     reused: int = 0
+    #: of ``reused``, the records copied from the shared tuning database (an earlier compile's)
+    shared: int = 0
     new: int = 0
     wall_s: float = 0.0
     best_us: float | None = None
@@ -72,6 +74,9 @@ class TuningReport:
     wall_s: float = 0.0
     cost_model: str = ""
     trials_per_task: int = 0
+    #: the shared tuning database's folder (None: not used), and the records this compile added to it
+    shared_database: str | None = None
+    shared_added: int = 0
 
     @property
     def new_records(self) -> int:
@@ -81,10 +86,16 @@ class TuningReport:
     def reused_records(self) -> int:
         return sum(t.reused for t in self.tasks)
 
+    @property
+    def shared_records(self) -> int:
+        return sum(t.shared for t in self.tasks)
+
     def to_json(self) -> dict:
         return {"work_dir": self.work_dir, "wall_s": round(self.wall_s, 3), "cost_model": self.cost_model,
                 "trials_per_task": self.trials_per_task, "new_records": self.new_records,
-                "reused_records": self.reused_records, "tasks": [asdict(t) for t in self.tasks]}
+                "reused_records": self.reused_records, "shared_records": self.shared_records,
+                "shared_database": self.shared_database, "shared_added": self.shared_added,
+                "tasks": [asdict(t) for t in self.tasks]}
 
 
 def task_key(task) -> str:
@@ -264,77 +275,204 @@ def tune_tasks(tasks, target, work_dir: str, trials: int, options) -> tuple:
     ``options`` is the :class:`~cwm.compile.options.CompileOptions` (cost model, seed,
     settings, runner, builder, measure callbacks, progress, verbose, model_dir).
     """
-    from tvm.s_tir import meta_schedule as ms
-
-    from cwm.tuning.design_space import design_space_error
-    from cwm.tuning.settings import FastSettings
-    from cwm.tuning.tune import close_builder, console
-
     start = time.perf_counter()
+    shared = shared_database(options, target)
+    imported = shared.import_into(work_dir, tasks) if shared is not None else [0] * len(tasks)
     database = open_database(work_dir)
     saved = _load_state(work_dir)
     existing = records_per_task(database, tasks)
     name = options.cost_model if isinstance(options.cost_model, str) else type(options.cost_model).__name__
-    report = TuningReport(work_dir=work_dir, cost_model=name, trials_per_task=trials)
-    plan = []
-    for index, task in enumerate(tasks):
-        key = task_key(task)
-        item = TaskReport(task.task_name, key, int(task.weight), trials, reused=existing[index])
-        if existing[index] >= trials:
-            item.status = "reused" if existing[index] else "untuned"  # trials=0 and no records
-        elif finished_before(saved.get(key), trials, existing[index]):
-            item.status = "finished"
-        else:
-            plan.append((index, task, item, trials - existing[index]))
-        report.tasks.append(item)
-    if plan:
-        _check_runner(target, options.runner)
-        settings = options.settings or FastSettings()
-        cores = int(target.attrs.get("num-cores", 0) or os.cpu_count() or 1)
-        model = make_model(options.cost_model, cores, options.seed, options.model_dir)
-        own_builder, own_runner = options.builder is None, options.runner is None
-        # with the target: for cuda the builder embeds real GPU code in its artifacts (docs/cuda.md)
-        builder = settings.builder(target) if own_builder else options.builder
-        runner = settings.runner() if own_runner else options.runner
-        bar = _progress_bar(sum(p[3] for p in plan), options.progress)
-        counter = _counter(bar)
-        try:
-            for index, task, item, remaining in plan:
-                bar.set_description(task.task_name)
-                task_start, before = time.perf_counter(), counter.count
-                with console(options.verbose):
-                    contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
-                        [task], work_dir=work_dir, strategy=settings.strategy(), num_threads=cores,
-                        seed=options.seed + index)
-                    reason = design_space_error(contexts[0]) if contexts else None
-                    if reason is not None:  # built with its default schedule (cwm-build)
-                        item.status, item.reason = "untunable", reason
-                        item.wall_s = time.perf_counter() - task_start
-                        continue
-                    if contexts:
-                        callbacks = [*ms.measure_callback.MeasureCallback.create("default"), counter,
-                                     *options.measure_callbacks]
-                        ms.tune_tasks(tasks=contexts, task_weights=weights, work_dir=work_dir,
-                                      max_trials_global=remaining, max_trials_per_task=remaining,
-                                      num_trials_per_iter=min(settings.num_trials_per_iter, remaining),
-                                      builder=builder, runner=runner, database=database, cost_model=model,
-                                      measure_callbacks=callbacks, task_scheduler="round-robin")
-                item.new = counter.count - before
-                item.wall_s = time.perf_counter() - task_start
-                saved[item.key] = {"name": task.task_name, "done_at": trials,
-                                   "records": records_per_task(database, [task])[0],
-                                   "exhausted": item.new < remaining}
-                _save_state(work_dir, saved)
-        finally:
-            bar.finish()
-            if own_builder:
-                close_builder(builder)
-            if own_runner:
-                close_builder(runner)
+    report = TuningReport(work_dir=work_dir, cost_model=name, trials_per_task=trials,
+                          shared_database=shared.folder if shared is not None else None)
+    try:
+        _tune_planned(tasks, target, work_dir, trials, options, database, saved, existing, imported, report)
+    finally:  # interrupted or not: what was measured joins the shared database
+        if shared is not None:
+            report.shared_added = _export(shared, work_dir, tasks)
     for task, item in zip(tasks, report.tasks):
         item.best_us = best_us(database, task)
     report.wall_s = time.perf_counter() - start
     return database, report
+
+
+def shared_database(options, target):
+    """The :class:`~cwm.tuning.shared_database.SharedDatabase` of ``options.tuning_cache`` for
+    ``target``, or None when it is off."""
+    from cwm.tuning.shared_database import SharedDatabase, resolve_root
+
+    root = resolve_root(options.tuning_cache)
+    return SharedDatabase(root, target) if root else None
+
+
+def _export(shared, work_dir: str, tasks) -> int:
+    """Append the work dir's records to the shared database; a failure is a warning, not lost work
+    (the records stay in ``work_dir``, and the next compile with it exports them)."""
+    import warnings
+
+    try:
+        return shared.export_from(work_dir, tasks)
+    except Exception as error:  # noqa: BLE001 - the compile's own database is complete either way
+        warnings.warn(f"could not add this compile's records to the shared tuning database {shared.folder}: "
+                      f"{type(error).__name__}: {error}", RuntimeWarning, stacklevel=2)
+        return 0
+
+
+def task_budgets(n_tasks: int, trials_per_task: int, total: int | None) -> list:
+    """Trials per task for round-robin: ``trials_per_task`` each, or ``total`` split evenly (the
+    first ``total % n`` tasks get one more)."""
+    if total is None:
+        return [trials_per_task] * n_tasks
+    share, extra = divmod(total, max(n_tasks, 1))
+    return [share + (1 if i < extra else 0) for i in range(n_tasks)]
+
+
+def _tune_planned(tasks, target, work_dir, trials, options, database, saved, existing, imported, report) -> None:
+    """Tune every task for what it lacks (see the module docstring), filling ``report.tasks``.
+
+    ``options.task_scheduler`` spreads the network's budget (``options.trials``, or ``trials`` per
+    task): ``round-robin`` gives every task its share, tuned one after the other; ``gradient``
+    tunes all tasks in one MetaSchedule run whose gradient task scheduler gives the next round to
+    the task expected to cut the weighted end-to-end latency most."""
+    from cwm.tuning.settings import FastSettings
+
+    joint = options.task_scheduler == "gradient"
+    budgets = task_budgets(len(tasks), trials, options.trials)
+    plan = []
+    for index, task in enumerate(tasks):
+        key = task_key(task)
+        item = TaskReport(task.task_name, key, int(task.weight), budgets[index], reused=existing[index],
+                          shared=imported[index])
+        if existing[index] >= budgets[index] and not joint:
+            item.status = "reused" if existing[index] else "untuned"  # trials=0 and no records
+        elif finished_before(saved.get(key), budgets[index], existing[index]):
+            item.status = "finished"
+        else:
+            plan.append((index, task, item, max(budgets[index] - existing[index], 0)))
+        report.tasks.append(item)
+    remaining_total = sum(budgets) - sum(existing)
+    if joint and remaining_total <= 0:
+        for _, _, item, _ in plan:
+            item.status = "reused" if item.reused else "untuned"
+        plan = []
+    if not plan:
+        return
+    _check_runner(target, options.runner)
+    settings = options.settings or FastSettings()
+    cores = int(target.attrs.get("num-cores", 0) or os.cpu_count() or 1)
+    model = make_model(options.cost_model, cores, options.seed, options.model_dir)
+    own_builder, own_runner = options.builder is None, options.runner is None
+    # with the target: for cuda the builder embeds real GPU code in its artifacts (docs/cuda.md)
+    builder = settings.builder(target) if own_builder else options.builder
+    runner = settings.runner() if own_runner else options.runner
+    bar = _progress_bar(remaining_total if joint else sum(p[3] for p in plan), options.progress)
+    tools = _Tools(work_dir, options, settings, cores, model, builder, runner, _counter(bar), bar, database)
+    try:
+        if joint:
+            _tune_jointly(plan, remaining_total, tools)
+        else:
+            _tune_one_by_one(plan, tools, saved)
+    finally:
+        bar.finish()
+        if own_builder:
+            _close(builder)
+        if own_runner:
+            _close(runner)
+
+
+def _close(pool) -> None:
+    from cwm.tuning.tune import close_builder
+
+    close_builder(pool)
+
+
+@dataclass
+class _Tools:
+    """What tuning a plan needs, made once per compile."""
+
+    work_dir: str
+    options: object
+    settings: object
+    cores: int
+    model: object
+    builder: object
+    runner: object
+    counter: object
+    bar: object
+    database: object
+
+    def contexts(self, task, index):
+        """``(contexts, weights, reason)``: MetaSchedule's tune contexts of ``task``, or the reason
+        its design space cannot be generated."""
+        from tvm.s_tir import meta_schedule as ms
+
+        from cwm.tuning.design_space import design_space_error
+
+        contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
+            [task], work_dir=self.work_dir, strategy=self.settings.strategy(), num_threads=self.cores,
+            seed=self.options.seed + index)
+        return contexts, weights, (design_space_error(contexts[0]) if contexts else None)
+
+    def tune(self, contexts, weights, budget: int, per_task: int, scheduler: str, per_iter: int | None = None) -> None:
+        from tvm.s_tir import meta_schedule as ms
+
+        callbacks = [*ms.measure_callback.MeasureCallback.create("default"), self.counter,
+                     *self.options.measure_callbacks]
+        per_iter = min(self.settings.num_trials_per_iter, per_iter or per_task)
+        ms.tune_tasks(tasks=contexts, task_weights=weights, work_dir=self.work_dir, max_trials_global=budget,
+                      max_trials_per_task=per_task, num_trials_per_iter=per_iter,
+                      builder=self.builder, runner=self.runner, database=self.database, cost_model=self.model,
+                      measure_callbacks=callbacks, task_scheduler=scheduler)
+
+
+def _tune_one_by_one(plan, tools: _Tools, saved: dict) -> None:
+    from cwm.tuning.tune import console
+
+    for index, task, item, remaining in plan:
+        tools.bar.set_description(task.task_name)
+        task_start, before = time.perf_counter(), tools.counter.count
+        with console(tools.options.verbose):
+            contexts, weights, reason = tools.contexts(task, index)
+            if reason is not None:  # built with its default schedule (cwm-build)
+                item.status, item.reason = "untunable", reason
+                item.wall_s = time.perf_counter() - task_start
+                continue
+            if contexts:
+                tools.tune(contexts, weights, remaining, remaining, "round-robin")
+        item.new = tools.counter.count - before
+        item.wall_s = time.perf_counter() - task_start
+        saved[item.key] = {"name": task.task_name, "done_at": item.requested,
+                           "records": records_per_task(tools.database, [task])[0],
+                           "exhausted": item.new < remaining}
+        _save_state(tools.work_dir, saved)
+
+
+def _tune_jointly(plan, budget: int, tools: _Tools) -> None:
+    """All planned tasks in one MetaSchedule run under its gradient task scheduler, ``budget``
+    trials in all (any task may take up to all of them)."""
+    from cwm.tuning.tune import console
+
+    start = time.perf_counter()
+    contexts, weights, tuned = [], [], []
+    with console(tools.options.verbose):
+        for index, task, item, _ in plan:
+            ctx, w, reason = tools.contexts(task, index)
+            if reason is not None:
+                item.status, item.reason = "untunable", reason
+                continue
+            if ctx:
+                contexts += ctx
+                weights += w
+                tuned.append((task, item))
+        if not contexts:
+            return
+        tools.bar.set_description(f"{len(contexts)} tasks")
+        before = records_per_task(tools.database, [t for t, _ in tuned])
+        # the scheduler first gives every task one round: rounds small enough for that to fit the budget
+        tools.tune(contexts, weights, budget, budget, "gradient", per_iter=max(1, budget // len(contexts)))
+    after = records_per_task(tools.database, [t for t, _ in tuned])
+    wall = (time.perf_counter() - start) / max(len(tuned), 1)
+    for (task, item), b, a in zip(tuned, before, after):
+        item.new, item.wall_s = a - b, wall
 
 
 class _NoBar:

@@ -1,8 +1,12 @@
 """The ranker: XGBoost with a LambdaRank objective, one query group per task.
 
 Labels are relevance grades from measured throughput *within* a task:
-``grade = floor(GRADES * best_latency / latency)`` clipped to ``[0, GRADES - 1]``; a failed
+``grade = floor(grades * best_latency / latency)`` clipped to ``[0, grades - 1]``; a failed
 candidate gets 0. The scores rank candidates of one task; they are not latencies.
+
+The ranker trains on 16 grades with linear NDCG gains (``RankerConfig.grades``,
+``ndcg_exp_gain``), chosen by task-grouped CV on the training tasks (docs/decisions.md §37);
+the metrics keep :data:`GRADES` = 8 with exponential gains, so they do not move with it.
 """
 from __future__ import annotations
 
@@ -14,14 +18,14 @@ import numpy as np
 GRADES = 8
 
 
-def relevance(latencies: np.ndarray) -> np.ndarray:
-    """Grades 0..GRADES-1 for one task's candidates; NaN / inf latency (failed) -> 0."""
+def relevance(latencies: np.ndarray, grades: int = GRADES) -> np.ndarray:
+    """Grades 0..grades-1 for one task's candidates; NaN / inf latency (failed) -> 0."""
     lat = np.asarray(latencies, np.float64)
     ok = np.isfinite(lat) & (lat > 0)
     out = np.zeros(lat.shape, np.int32)
     if ok.any():
         ratio = lat[ok].min() / lat[ok]
-        out[ok] = np.clip(np.floor(GRADES * ratio), 0, GRADES - 1).astype(np.int32)
+        out[ok] = np.clip(np.floor(grades * ratio), 0, grades - 1).astype(np.int32)
     return out
 
 
@@ -35,6 +39,10 @@ class RankerConfig:
     colsample_bytree: float = 0.8
     seed: int = 0
     n_jobs: int = 2
+    #: relevance grades of the training labels, and NDCG gains ``grade`` (False) or ``2^grade - 1``
+    #: (True). A config saved before these existed loads as 8 / True, what it was trained with.
+    grades: int = 16
+    ndcg_exp_gain: bool = False
     extra: dict = field(default_factory=dict)
 
 
@@ -52,14 +60,14 @@ class Ranker:
         labels = np.zeros(len(order), np.int32)
         for key in np.unique(g):
             idx = np.nonzero(g == key)[0]
-            labels[idx] = relevance(np.asarray(latencies)[order][idx])
+            labels[idx] = relevance(np.asarray(latencies)[order][idx], self.cfg.grades)
         _, sizes = np.unique(g, return_counts=True)
         dtrain = xgb.DMatrix(np.asarray(features, np.float32)[order], label=labels)
         dtrain.set_group(sizes)  # g is sorted, so groups are contiguous in np.unique order
         params = {"objective": self.cfg.objective, "max_depth": self.cfg.max_depth, "eta": self.cfg.learning_rate,
                   "subsample": self.cfg.subsample, "colsample_bytree": self.cfg.colsample_bytree,
                   "seed": self.cfg.seed, "nthread": self.cfg.n_jobs, "eval_metric": "ndcg@10",
-                  "lambdarank_pair_method": "topk", **self.cfg.extra}
+                  "lambdarank_pair_method": "topk", "ndcg_exp_gain": self.cfg.ndcg_exp_gain, **self.cfg.extra}
         self.booster = xgb.train(params, dtrain, num_boost_round=self.cfg.n_estimators)
         return self
 
@@ -86,7 +94,10 @@ class Ranker:
         import xgboost as xgb
 
         with open(path_json + ".config") as f:
-            r = cls(RankerConfig(**json.load(f)))
+            saved = json.load(f)
+        saved.setdefault("grades", GRADES)  # saved before the fields existed: what it was trained with
+        saved.setdefault("ndcg_exp_gain", True)
+        r = cls(RankerConfig(**saved))
         r.booster = xgb.Booster()
         r.booster.load_model(path_json)
         return r
