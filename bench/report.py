@@ -170,6 +170,19 @@ def e2e_table(r) -> list[str]:
     return out + [""]
 
 
+def breakdown_table(r) -> list[str]:
+    """``bench/e2e_breakdown.py``: a compiled network's kernel time by category against ORT's operators."""
+    label = f", {r['label']}" if r.get("label") else ""
+    out = [f"**Where the time goes, {r['net']}{label}** (`bench/e2e_breakdown.py`; {r['machine']}; {r['date']}): µs per "
+           "forward pass; cwm = each tuned kernel's best latency alone × its calls (from the artifact), ONNX Runtime "
+           f"= its profiler's kernel times, {r['runs']} runs; artifact `{r['artifact']}`", "",
+           "| category | cwm µs | ONNX Runtime µs |", "|---|---|---|"]
+    for cat, v in r["by_category_us"].items():
+        out.append(f"| {cat} | {v['cwm'] or 0:,.0f} | {v['onnxruntime'] or 0:,.0f} |")
+    out.append(f"| **sum** | {r['cwm_kernel_sum_us']:,.0f} | {r['ort_operator_sum_us']:,.0f} |")
+    return out + [""]
+
+
 RANKING_ROWS = (("cwm", "CWM (rollout ẑ_T − z_0 + action stats)"), ("ms_xgb", "MetaSchedule XGBModel, trained offline"),
                 ("no_transition", "no transition (E(s_0) + action stats)"),
                 ("static_final", "static final state (E(s_T) − E(s_0) + action stats)"), ("sequence_only", "sequence only (TLP-style)"),
@@ -286,6 +299,9 @@ TABLES = (("ranking.json", ranking_table), ("probe.json", probe_table), ("corpus
           ("transition_corpus.json", transition_corpus_table), ("search.json", search_table), ("e2e.json", e2e_table),
           ("e2e_t64.json", e2e_table),  # the same benchmark at 64 trials per task (--trials 64)
           ("e2e_ablation_t64.json", e2e_table),  # packing and task-scheduler ablations of cwm (issue #14)
+          ("e2e_reshape_t64.json", e2e_table),  # BERT-base after the reshape legalization (decision 43)
+          ("e2e_breakdown_resnet18.json", breakdown_table), ("e2e_breakdown_bert_base_tvm_reshape.json", breakdown_table),
+          ("e2e_breakdown_bert_base.json", breakdown_table),
           ("scoring.json", scoring_table), ("fast_tuning.json", fast_tuning_table),
           ("trace_features.json", trace_features_table))
 

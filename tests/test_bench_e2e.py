@@ -239,7 +239,7 @@ def test_e2e_table(report):
          "partial": True}
     lines = report.e2e_table(r)
     text = "\n".join(lines)
-    assert "PARTIAL" in text and "16 trials per task" in text
+    assert "PARTIAL" in text and "16 trials × tasks" in text
     assert "vs PyTorch eager **2.00×**" in text and "vs torch.compile n/a" in text
     row = next(line for line in lines if line.startswith("| resnet18"))
     assert "| 19 |" in row and "5.00" in row and "failed" in row and "600" in row and "1.0e-06" in row
@@ -254,3 +254,30 @@ def test_measurement_of_another_timing_protocol_is_redone(e2e, tmp_path):
     assert ckpt.measure_for("resnet18", e2e.METHODS, 16, 20) is None  # all methods in one process: redone
     assert ckpt.measure_for("gpt2", e2e.METHODS, 16, 20) is not None
     assert ckpt.measure_for("gpt2", e2e.METHODS, 16, 30) is None  # more rounds asked for
+
+
+def test_ablation_methods_are_opt_in_and_reported(e2e, tmp_path, no_onnx_export):
+    """cwm_unpacked / cwm_gradient run only when asked for; they are compiled with the cwm model, and
+    the report has their ratio to cwm and the per-method tuning seconds and budgets."""
+    assert "cwm_unpacked" not in e2e.DEFAULT_METHODS and "cwm_gradient" not in e2e.DEFAULT_METHODS
+    from e2e_networks import COMPILED, PACK_WEIGHTS, TASK_SCHEDULER
+
+    assert COMPILED["cwm_unpacked"] == COMPILED["cwm_gradient"] == "cwm"
+    assert PACK_WEIGHTS == {"cwm_unpacked": False} and TASK_SCHEDULER["cwm_gradient"] == "gradient"
+    SPEED.update(cwm_unpacked=1.5, cwm_gradient=0.9)
+    comp = FakeCompile()
+    calls = []
+
+    def compile_fn(net, method, *, model_dir, **kwargs):
+        calls.append((net, method, model_dir))
+        out = comp(net, method, model_dir=model_dir, **kwargs)
+        return {**out, "budget_total": 12, "weights_packed": 0 if method == "cwm_unpacked" else 2}
+
+    assert _main(e2e, tmp_path, compile_fn, FakeMeasure(), "--methods", "cwm,cwm_unpacked,cwm_gradient") == 0
+    assert {(m, d) for _, m, d in calls} == {("cwm", "/m"), ("cwm_unpacked", "/m"), ("cwm_gradient", "/m")}
+    r = json.loads((tmp_path / "e2e.json").read_text())
+    assert r["geomean_speedup"]["vs_cwm_unpacked"] == pytest.approx(1.5)
+    assert r["geomean_speedup"]["vs_cwm_gradient"] == pytest.approx(0.9)
+    row = r["networks"]["resnet18"]
+    assert row["weights_packed"] == {"cwm": 2, "cwm_unpacked": 0, "cwm_gradient": 2}
+    assert row["budget_total"]["cwm"] == 12 and set(row["tuning_s_by_method"]) == {"cwm", "cwm_unpacked", "cwm_gradient"}

@@ -23,10 +23,12 @@ def fusion_passes() -> list:
     return [relax.transform.AnnotateTIROpPattern(), relax.transform.FoldConstant(), relax.transform.FuseOps()]
 
 
-def fuse(mod, target):
-    """LegalizeOps -> AnnotateTIROpPattern -> FoldConstant -> FuseOps -> FuseTIR under ``target``."""
+def fuse(mod, target, custom_legalize=None):
+    """LegalizeOps -> AnnotateTIROpPattern -> FoldConstant -> FuseOps -> FuseTIR under ``target``
+    (``custom_legalize``: ``{op name: legalization}`` overrides, e.g. ``cwm.compile``'s reshape)."""
     import tvm
     from tvm import relax
 
     with target:
-        return tvm.transform.Sequential(legalize_passes() + fusion_passes() + [relax.transform.FuseTIR()])(mod)
+        return tvm.transform.Sequential(legalize_passes(custom_legalize) + fusion_passes()
+                                        + [relax.transform.FuseTIR()])(mod)

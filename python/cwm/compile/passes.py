@@ -272,6 +272,7 @@ def _partition(state, mod, options):
     extract ``main``'s MetaSchedule tasks."""
     from tvm import relax
 
+    from cwm.compile.reshape_legalize import custom_legalizations
     from cwm.compile.weight_layout import main_tasks
     from cwm.partition import fuse
 
@@ -280,7 +281,7 @@ def _partition(state, mod, options):
         state.param_mode = "lifted"
     state.legalize_input = mod  # what fuse() legalizes: cwm-build names the ops a failing function came from
     try:
-        fused = fuse(mod, state.target)
+        fused = fuse(mod, state.target, custom_legalizations())
     except CompileError:
         raise
     except Exception as error:  # noqa: BLE001 - TVM's error, named by its op (cwm.compile.failure_origin)

@@ -143,6 +143,23 @@ def _workload_entry(task) -> tuple[str, list, object]:
     return entry[0], entry, mod
 
 
+def _copy(source: _Files, dest: _Files, tasks) -> list[int]:
+    """Append ``source``'s records of each task that ``dest`` lacks (adding the workload line when
+    ``dest`` has none); the number appended per task."""
+    counts = []
+    for task in tasks:
+        shash, entry, mod = _workload_entry(task)
+        found = source.find(shash, mod)
+        if found is None or not source.records.get(found):
+            counts.append(0)
+            continue
+        index = dest.find(shash, mod)
+        if index is None:
+            index = dest.add_workload(entry)
+        counts.append(dest.add_records(index, source.records_of(found)))
+    return counts
+
+
 class SharedDatabase:
     """The shared records of one target under ``root``."""
 
@@ -165,36 +182,13 @@ class SharedDatabase:
     def import_into(self, work_dir: str, tasks) -> list[int]:
         """Copy the shared records of ``tasks`` into ``work_dir``'s database (the caller holds its
         lock); returns the number of records copied per task."""
-        counts = []
         with self._locked():
-            shared, local = _Files(self.folder), _Files(work_dir)
-            for task in tasks:
-                shash, entry, mod = _workload_entry(task)
-                source = shared.find(shash, mod)
-                if source is None or not shared.records.get(source):
-                    counts.append(0)
-                    continue
-                index = local.find(shash, mod)
-                if index is None:
-                    index = local.add_workload(entry)
-                counts.append(local.add_records(index, shared.records_of(source)))
-        return counts
+            return _copy(_Files(self.folder), _Files(work_dir), tasks)
 
     def export_from(self, work_dir: str, tasks) -> int:
         """Append ``work_dir``'s records of ``tasks`` that the shared database lacks; returns how many."""
-        added = 0
         with self._locked():
-            shared, local = _Files(self.folder), _Files(work_dir)
-            for task in tasks:
-                shash, entry, mod = _workload_entry(task)
-                source = local.find(shash, mod)
-                if source is None or not local.records.get(source):
-                    continue
-                index = shared.find(shash, mod)
-                if index is None:
-                    index = shared.add_workload(entry)
-                added += shared.add_records(index, local.records_of(source))
-        return added
+            return sum(_copy(_Files(work_dir), _Files(self.folder), tasks))
 
     def count(self) -> int:
         """Records stored (all workloads)."""
