@@ -4,11 +4,13 @@ The README holds them between ``<!-- bench:begin -->`` and ``<!-- bench:end -->`
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
 README = os.path.join(HERE, "..", "README.md")
 
 
@@ -195,6 +197,12 @@ def ranking_table(r) -> list[str]:
     out = [f"**Ranking on held-out tasks** (`cwm eval`; {r['test_tasks']} test tasks of MobileNetV2 / OPT-125m; "
            f"{r['machine']}; {r['date']}). Top-k = TenSet's score (1.0 = the model's top-k holds the best)",
            "", "| model | top-1 | top-5 | pairwise acc. | NDCG@10 | µs / candidate |", "|---|---|---|---|---|---|"]
+    shipped = os.path.join(ROOT, "python", "cwm", "default_model", "manifest.json")
+    if os.path.isfile(shipped) and os.path.abspath(r.get("model", "")) == os.path.dirname(shipped):
+        digest = hashlib.sha256(open(shipped, "rb").read()).hexdigest()[:12]
+        if r.get("model_fingerprint") != digest:
+            out[0] += (" — **the shipped model has changed since this run** (its manifest is not the one "
+                       "evaluated; docs/status.md says what changed): rerun `cwm eval`")
     for key, label in RANKING_ROWS:
         if key in m:
             x = m[key]

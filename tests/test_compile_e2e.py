@@ -48,9 +48,10 @@ def test_tuned_model_matches_onnxruntime(compiled, tiny_onnx, x):
     report = model.report
     assert [t["name"] for t in report["tasks"]] == ["fused_matmul_add1", "reshape", "fused_conv2d_add_relu"]
     assert report["new_records"] >= 2 * TRIALS and report["reused_records"] == 0
-    assert report["scheduled_functions"] >= 2 and report["param_mode"] == "lifted"
-    assert set(report["pass_seconds"]) == {"cwm-import", "cwm-keep-nan", "cwm-bool-ops", "cwm-partition", "cwm-tune",
-                                           "cwm-apply-db", "cwm-build"}
+    assert report["scheduled_functions"] >= 2 and report["param_mode"] == "transformed"  # cwm-transform-weights
+    assert set(report["pass_seconds"]) == {"cwm-import", "cwm-keep-nan", "cwm-bool-ops", "cwm-partition",
+                                           "cwm-layout-free", "cwm-tune", "cwm-apply-db", "cwm-pack-weights",
+                                           "cwm-build", "cwm-transform-weights"}
     assert os.path.getsize(os.path.join(work_dir, "database_tuning_record.json")) > 0
 
 
@@ -87,7 +88,10 @@ def test_export_and_load_in_a_fresh_process(compiled, exported, x, tmp_path):
     assert manifest["target"]["kind"] == "llvm" and manifest["target"]["config"]["mcpu"]
     assert manifest["inputs"] == [{"name": "x", "shape": [1, 3, 32, 32], "dtype": "float32"}]
     assert manifest["outputs"] == [{"name": "y", "shape": [1, 10], "dtype": "float32"}]
-    assert [t["name"] for t in manifest["params"]["tensors"]] == ["0.weight", "0.bias", "3.weight", "3.bias"]
+    # the weights as main reads them, transformed (packed) at compile time (cwm-transform-weights)
+    assert manifest["params"]["mode"] == "transformed"
+    assert [t["name"].split(".")[:2] for t in manifest["params"]["tensors"]] == [["transformed", str(i)]
+                                                                                for i in range(len(model.params))]
     assert set(manifest["files"]) == {"model.so", "params.safetensors", "tuning/database_workload.json",
                                       "tuning/database_tuning_record.json"}
     assert all(len(f["sha256"]) == 64 for f in manifest["files"].values())

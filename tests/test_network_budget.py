@@ -26,7 +26,7 @@ def _compile(**kwargs):
 
 
 def test_task_budgets_split_a_total_evenly():
-    from cwm.compile.tuning import task_budgets
+    from cwm.compile.tuning_run import task_budgets
 
     assert task_budgets(3, 8, None) == [8, 8, 8]
     assert task_budgets(3, 8, 10) == [4, 3, 3]

@@ -166,7 +166,7 @@ def run(trials: int = 32, out: str = "demo_out", runs: int = 25, seed: int = 0, 
     import numpy as np
 
     import cwm
-    from cwm.compile.tuning import make_model
+    from cwm.compile.tuning_run import make_model
     from cwm.frontends import tiny_cnn
     from cwm.target_spec import resolve_target
 

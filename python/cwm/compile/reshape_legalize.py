@@ -51,6 +51,8 @@ def source_indices(src: list[int], dst: list[int], out_index, groups) -> list:
         flat = None
         for m in ddims:  # ravel within the group
             flat = out_index[m] if flat is None else flat * dst[m] + out_index[m]
+        if flat is None:  # source dims of extent 1 with no destination dim: index 0
+            flat = out_index[0] * 0 if len(out_index) else tirx.const(0, "int64")  # the index dtype
         if len(sdims) == 1:
             result[sdims[0]] = flat
             continue

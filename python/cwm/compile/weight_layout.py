@@ -101,18 +101,12 @@ def prepack_functions(mod) -> list:
 
 
 def main_weight_names(mod) -> list:
-    """The names of ``main``'s weight parameters (after its ``num_input`` inputs), made unique."""
+    """Names for ``main``'s weight parameters (after its ``num_input`` inputs):
+    ``transformed.<position>.<Relax name>``, unique, and saying these are not the source weights."""
     main = mod["main"]
     num_input = int(main.attrs["num_input"]) if main.attrs is not None and "num_input" in main.attrs \
         else len(main.params)
-    names, seen = [], set()
-    for i, var in enumerate(main.params[num_input:]):
-        name = str(var.name) or f"w{i}"
-        if name in seen:
-            name = f"{name}_{i}"
-        seen.add(name)
-        names.append(name)
-    return names
+    return [f"transformed.{i}.{var.name}" for i, var in enumerate(main.params[num_input:])]
 
 
 def transform_weights(executable, mod, params: dict) -> dict:

@@ -65,7 +65,9 @@ def eval_main(argv) -> int:
     torch.set_num_threads(args.threads)
     model_dir = args.model or str(default_model_dir())
     result = evaluate(args.data, model_dir, seed=args.seed)
-    result.update(machine=describe(), date=today(), model=model_dir)
+    from cwm.model.probe_features import model_fingerprint
+
+    result.update(machine=describe(), date=today(), model=model_dir, model_fingerprint=model_fingerprint(model_dir))
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
     with open(args.out, "w") as f:
         json.dump(result, f, indent=2, default=float)
