@@ -29,7 +29,7 @@ def tvm_pipeline_compile(net: str, method: str, *, trials: int, work_dir: str, s
 
     from cwm.compile.api import run_pipeline
     from cwm.compile.compiled_model import CompiledModel
-    from cwm.compile.weight_layout import TRANSFORMED, transform_weights
+    from cwm.compile.weight_layout import TRANSFORMED, prepack_functions, transform_weights
 
     start = time.perf_counter()
     state = run_pipeline(onnx_path, pipeline=FRONT, tuning_cache="off")
@@ -49,7 +49,7 @@ def tvm_pipeline_compile(net: str, method: str, *, trials: int, work_dir: str, s
     session.finish(tune_s, records)
     executable = tvm.compile(tuned, target=target)
     params = transform_weights(executable, tuned, state.params) if state.params else {}
-    prepacked = sum(1 for gv, _ in tuned.functions_items() if gv.name_hint.endswith("_weight_prepack"))
+    prepacked = len(prepack_functions(tuned))
     report = {"pipeline": f"{FRONT} + relax.pipeline.static_shape_tuning_pipeline(cpu_weight_prepack=True)",
               "tasks": [], "tune_s": tune_s, "weights_packed": prepacked, "param_mode": TRANSFORMED}
     compiled = CompiledModel(executable, target, state.inputs, state.outputs, params,

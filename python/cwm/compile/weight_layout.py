@@ -51,8 +51,7 @@ def layout_free_arguments(mod) -> dict:
     from tvm import relax
 
     main = mod["main"]
-    num_input = int(main.attrs["num_input"]) if main.attrs is not None and "num_input" in main.attrs else None
-    weights = set(main.params[num_input:]) if num_input is not None else set()
+    weights = set(_weight_params(main))
     call_tir = tvm.ir.Op.get("relax.call_tir")
     found: dict = {}
     for block in main.body.blocks:
@@ -103,10 +102,14 @@ def prepack_functions(mod) -> list:
 def main_weight_names(mod) -> list:
     """Names for ``main``'s weight parameters (after its ``num_input`` inputs):
     ``transformed.<position>.<Relax name>``, unique, and saying these are not the source weights."""
-    main = mod["main"]
-    num_input = int(main.attrs["num_input"]) if main.attrs is not None and "num_input" in main.attrs \
-        else len(main.params)
-    return [f"transformed.{i}.{var.name}" for i, var in enumerate(main.params[num_input:])]
+    return [f"transformed.{i}.{var.name}" for i, var in enumerate(_weight_params(mod["main"]))]
+
+
+def _weight_params(main) -> list:
+    """``main``'s parameters after its ``num_input`` inputs (none without the attribute)."""
+    if main.attrs is None or "num_input" not in main.attrs:
+        return []
+    return list(main.params[int(main.attrs["num_input"]):])
 
 
 def transform_weights(executable, mod, params: dict) -> dict:
