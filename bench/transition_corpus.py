@@ -139,6 +139,9 @@ def main(argv=None) -> int:
     p.add_argument("--hidden", type=int, default=None,
                    help="a fresh TransH with this hidden size instead of the shipped weights (experiment)")
     p.add_argument("--out", default=None, help="default bench/results/transition_corpus[_state][_hN].json")
+    p.add_argument("--save", default=None,
+                   help="also write the trained TransH (transition.safetensors, the shipped architecture only) "
+                        "and its decoder (decoder.safetensors) to this directory")
     args = p.parse_args(argv)
     import torch
 
@@ -193,6 +196,8 @@ def main(argv=None) -> int:
         if f_fit and f_held:
             by_family[fam] = {"fit": errors(transition, dec, f_fit, tcfg), "heldout": errors(transition, dec, f_held, tcfg)}
     print(f"before {before}\nafter {after}")
+    if args.save:
+        save_weights(Path(args.save), transition, dec, tcfg, args)
     zoo = zoo_ranking(model, transition, dec, tcfg, args)
     name = "transition_corpus" + ("_state" if args.state_dependent else "")
     name += f"_h{args.hidden}" if args.hidden else ""
@@ -206,6 +211,21 @@ def main(argv=None) -> int:
         "decoder_error_before": before, "decoder_error_after": after, "by_family": by_family, "zoo": zoo,
         "seconds": round(time.perf_counter() - start, 1)})
     return 0
+
+
+def save_weights(out: Path, transition, dec, tcfg, args) -> None:
+    """The trained transition in the model directory's layout, and its decoder with the scales."""
+    from safetensors.numpy import save_file
+
+    if args.state_dependent:
+        raise SystemExit("--save: the state-dependent form is an experiment the C++ core does not evaluate")
+    out.mkdir(parents=True, exist_ok=True)
+    save_file({k: v.detach().cpu().numpy() for k, v in transition.state_dict().items()},
+              str(out / "transition.safetensors"))
+    weights = {f"net.{k}": v.detach().cpu().numpy() for k, v in dec.net.state_dict().items()}
+    save_file({**weights, "ym": dec.ym.numpy(), "ys": dec.ys.numpy()}, str(out / "decoder.safetensors"))
+    (out / "transition.json").write_text(json.dumps({"transition": tcfg.to_dict(), "corpus": args.corpus,
+                                                     "seed": args.seed}, indent=1) + "\n")
 
 
 def zoo_ranking(model, transition, dec, tcfg, args) -> dict:

@@ -9,6 +9,7 @@
 #include "action_stats.h"
 #include "canonical.h"
 #include "featurize.h"
+#include "trace_structure.h"
 #include "transition.h"
 #include "version.h"
 #include "vocab.h"
@@ -149,7 +150,10 @@ class TransitionCore {
   std::mutex mu_;
 };
 
-py::array_t<float> SequenceStatsPy(const py::array& ints_in, const py::array& nums_in, const py::array& len_in) {
+// Per-trace features of a padded batch: `width` floats a trace from `fn` (a *Stats function).
+template <typename Fn>
+py::array_t<float> PerTraceStats(const py::array& ints_in, const py::array& nums_in, const py::array& len_in,
+                                 int width, Fn fn) {
   if (!py::isinstance<py::array_t<int32_t>>(ints_in) || !py::isinstance<py::array_t<int32_t>>(len_in))
     throw py::value_error("ints and lengths must be int32 arrays");
   if (!py::isinstance<py::array_t<float>>(nums_in)) throw py::value_error("numbers must be a float32 array");
@@ -158,15 +162,23 @@ py::array_t<float> SequenceStatsPy(const py::array& ints_in, const py::array& nu
   py::ssize_t T = CheckActionArrays(ints, nums), B = ints.shape(0);
   if (lengths.ndim() != 1 || lengths.shape(0) != B)
     throw py::value_error("lengths must have shape (" + std::to_string(B) + ",), got " + ShapeOf(lengths));
-  py::array_t<float> out({B, static_cast<py::ssize_t>(cwm::NumSequenceStats())});
+  py::array_t<float> out({B, static_cast<py::ssize_t>(width)});
   const int32_t *ip = ints.data(), *lp = lengths.data();
   const float* np_ = nums.data();
   float* op = out.mutable_data();
   {
     py::gil_scoped_release release;
-    cwm::SequenceStats(ip, np_, lp, static_cast<int>(B), static_cast<int>(T), op);
+    fn(ip, np_, lp, static_cast<int>(B), static_cast<int>(T), op);
   }
   return out;
+}
+
+py::array_t<float> SequenceStatsPy(const py::array& ints, const py::array& nums, const py::array& lengths) {
+  return PerTraceStats(ints, nums, lengths, cwm::NumSequenceStats(), cwm::SequenceStats);
+}
+
+py::array_t<float> StructureStatsPy(const py::array& ints, const py::array& nums, const py::array& lengths) {
+  return PerTraceStats(ints, nums, lengths, cwm::NumStructureStats(), cwm::StructureStats);
 }
 
 }  // namespace
@@ -191,6 +203,8 @@ PYBIND11_MODULE(_native, m) {
       .def_property_readonly("cache_size", &TransitionCore::cache_size);
   m.def("sequence_stats", &SequenceStatsPy, py::arg("ints"), py::arg("numbers"), py::arg("lengths"),
         "Ranker features of action sequences (twin of cwm.model.action_stats.sequence_stats)");
+  m.def("structure_stats", &StructureStatsPy, py::arg("ints"), py::arg("numbers"), py::arg("lengths"),
+        "Loop-nest structure of action sequences (twin of cwm.model.trace_structure.structure_stats)");
   m.def("canonical_actions", &CanonicalActions, py::arg("trace"),
         "Trace JSON text -> (actions, unknown_kinds, num_insts); for parity tests and debugging");
 }

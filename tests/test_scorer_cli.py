@@ -17,6 +17,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "data" / "scorer_fixture"
+FIXTURE_V3 = ROOT / "tests" / "data" / "scorer_fixture_v3"  # the same encoder and transition, a v3 ranker
 CLI = Path(os.environ.get("CWM_SCORE", ROOT / "build" / "cmake" / "cwm_score"))
 needs_cli = pytest.mark.skipif(not CLI.is_file(), reason=f"{CLI} is not built (cmake --build build/cmake)")
 
@@ -44,6 +45,46 @@ def test_fixture_is_current(model, workload_mods):
         # 1e-6: the scores went through JSON as decimal text; XGBoost sums its trees in a fixed order
         np.testing.assert_allclose(scores, exp["scores"], rtol=1e-6, atol=1e-6)
     assert any(isinstance(t, list) for t in inputs[-1]["traces"])  # the parsed-trace form is covered
+
+
+def test_v3_model_still_scores(workload_mods, tmp_path):
+    """A v3 directory (no trace structure) loads, scores what it scored, and says so in its
+    manifest; one whose feature names are not its version's is refused."""
+    import shutil
+
+    from cwm.model import action_stats
+    from cwm.model.world_model import WorldModel
+
+    v3 = WorldModel.load(FIXTURE_V3 / "model")
+    assert not v3.structure
+    inputs, expected = _lines(FIXTURE / "input.jsonl"), _lines(FIXTURE_V3 / "expected.jsonl")
+    for task, exp in zip(inputs, expected):
+        mod = workload_mods[task["task"]]
+        scores = v3.score(mod, task["traces"], task["target"])
+        np.testing.assert_allclose(scores, exp["scores"], rtol=1e-6, atol=1e-6)  # decimal text in JSON
+    from cwm import native
+
+    fb = native.featurize_batch(inputs[0]["traces"][:2])
+    width = v3.tcfg.dim + len(action_stats.NAMES) + len(action_stats.HW_FEATURES)
+    assert v3.features(np.zeros((2, v3.tcfg.dim), np.float32), fb, {"kind": "llvm"}, np.zeros(v3.tcfg.dim)).shape == \
+        (2, width)
+    bad = tmp_path / "model"
+    shutil.copytree(FIXTURE_V3 / "model", bad)
+    manifest = json.loads((bad / "manifest.json").read_text())
+    manifest["version"] = 4
+    (bad / "manifest.json").write_text(json.dumps(manifest))
+    with pytest.raises(ValueError, match="feature_names"):
+        WorldModel.load(bad)
+
+
+@needs_cli
+def test_cli_scores_a_v3_model(tmp_path):
+    out = tmp_path / "scores.jsonl"
+    proc = subprocess.run([str(CLI), str(FIXTURE_V3 / "model"), str(FIXTURE / "input.jsonl"), "-o", str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    for got, want in zip(_lines(out), _lines(FIXTURE_V3 / "expected.jsonl"), strict=True):
+        np.testing.assert_allclose(got["scores"], want["scores"], rtol=1e-5, atol=1e-5)  # as ctest's parity
 
 
 def test_target_dict():

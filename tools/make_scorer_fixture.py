@@ -12,6 +12,9 @@
   Python). The CUDA task's traces are stored as JSON lists rather than JSON text, the other
   accepted form.
 * ``expected.jsonl``: ``WorldModel.load(model).score(workload, traces, target)`` per task.
+* ``../scorer_fixture_v3/``: the same encoder and transition with a ranker on model v3's
+  features (no trace structure) saved as v3, and its ``expected.jsonl`` on the same
+  ``input.jsonl``: older model directories keep scoring.
 
 Usage: ``python tools/make_scorer_fixture.py`` (about a minute on a busy 2-core CPU).
 """
@@ -28,6 +31,7 @@ import cwm  # noqa: F401  (installs the TVMScript speed fix)
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "tests" / "data" / "scorer_fixture"
+OUT_V3 = ROOT / "tests" / "data" / "scorer_fixture_v3"
 TASKS = [("matmul_256", "tuning", 20), ("conv2d_64x56x56_3x3", "tuning", 20),
          ("batch_matmul_12x128x128x64", "sampled", 16)]
 AS_LISTS = {"batch_matmul_12x128x128x64"}  # traces written as JSON lists, not text
@@ -38,7 +42,7 @@ def records() -> list[dict]:
         return [json.loads(line) for line in f]
 
 
-def build_model(recs, mods):
+def build_model(recs, mods, structure: bool = True):
     import torch
 
     from cwm.model.encoder import EncoderConfig, StateEncoder
@@ -56,7 +60,8 @@ def build_model(recs, mods):
     with torch.no_grad():  # init has d = 0; give the translations weight so the test sees them
         transition.out.weight[tcfg.dim:].normal_(0.0, 0.3)
         transition.out.bias[tcfg.dim:].normal_(0.0, 0.1)
-    model = WorldModel(enc, transition, tcfg, None, {"note": "scorer test fixture (tools/make_scorer_fixture.py)"})
+    model = WorldModel(enc, transition, tcfg, None, {"note": "scorer test fixture (tools/make_scorer_fixture.py)"},
+                       structure=structure)
     feats, lat, groups = [], [], []
     from cwm import native
 
@@ -80,9 +85,11 @@ def main() -> None:
 
     recs = records()
     mods = {name: workloads.get(name) for name in sorted({r["workload"] for r in recs})}
-    if OUT.exists():
-        shutil.rmtree(OUT)
+    for out in (OUT, OUT_V3):
+        if out.exists():
+            shutil.rmtree(out)
     build_model(recs, mods).save(OUT / "model")
+    build_model(recs, mods, structure=False).save(OUT_V3 / "model")
     model = WorldModel.load(OUT / "model")  # expected scores come from the saved files
     tasks = []
     for name, source, n in TASKS:
@@ -90,12 +97,13 @@ def main() -> None:
         traces = [json.loads(r["trace"]) if name in AS_LISTS else r["trace"] for r in rows]
         tasks.append((name, mods[name], traces, json.loads(rows[0]["target"])))
     write_scorer_input(model, tasks, OUT / "input.jsonl")
-    with open(OUT / "expected.jsonl", "w") as f:
-        for name, mod, traces, target in tasks:
-            scores = model.score(mod, traces, target)  # lists: json.dumps'ed by cwm.native
-            f.write(json.dumps({"task": name, "scores": [float(s) for s in scores]}) + "\n")
-    size = sum(p.stat().st_size for p in OUT.rglob("*") if p.is_file())
-    print(f"wrote {OUT} ({size / 1e6:.2f} MB)")
+    for out, m in ((OUT, model), (OUT_V3, WorldModel.load(OUT_V3 / "model"))):
+        with open(out / "expected.jsonl", "w") as f:
+            for name, mod, traces, target in tasks:
+                scores = m.score(mod, traces, target)  # lists: json.dumps'ed by cwm.native
+                f.write(json.dumps({"task": name, "scores": [float(s) for s in scores]}) + "\n")
+        size = sum(p.stat().st_size for p in out.rglob("*") if p.is_file())
+        print(f"wrote {out} ({size / 1e6:.2f} MB)")
 
 
 if __name__ == "__main__":

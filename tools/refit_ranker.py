@@ -1,18 +1,36 @@
 """Refit only the ranker of a trained model directory (phase 3 of ``cwm train``), in place.
 
 Used when the ranker's features changed from ``ẑ_T`` (model v2) to ``ẑ_T - z_0`` (v3,
-docs/decisions.md §15), and when its labels changed to 16 grades with linear NDCG gains
-(§37): the encoder and transition of the directory are kept bit for bit, the ranker is refit on
-the training split with the config stored next to it (``--grades`` / ``--exp-gain`` override
-those two fields), exactly as ``train_world_model`` fits it, and the manifest is rewritten as v3
-(metrics and training-data hash kept, ``ranker_refit`` added).
+docs/decisions.md §15), when its labels changed to 16 grades with linear NDCG gains (§37), and
+when it gained the trace structure (v4, §44): the encoder and transition of the directory are
+kept bit for bit, the ranker is refit on the training split with the config stored next to it
+(``--grades`` / ``--exp-gain`` / ``--objective`` override those fields), exactly as
+``train_world_model`` fits it, and the manifest is rewritten as v4 (metrics and training-data
+hash kept, ``ranker_refit`` added).
 
     python tools/refit_ranker.py python/cwm/default_model [--data data/dataset] [--grades 16 --exp-gain false]
+        [--objective rank:pairwise]
 """
 from __future__ import annotations
 
 import argparse
 import time
+from pathlib import Path
+
+
+def replace_transition(model, source: Path) -> None:
+    """Load ``source/transition.safetensors`` into the model's TransH; the configs must match."""
+    import json
+
+    from safetensors.torch import load_file
+
+    saved = json.loads((source / "transition.json").read_text())
+    if saved["transition"] != model.tcfg.to_dict():
+        raise SystemExit(f"{source}: transition config {saved['transition']} is not the model's {model.tcfg.to_dict()}")
+    model.transition.load_state_dict(load_file(str(source / "transition.safetensors")))
+    model.transition.eval()
+    model._core = None  # the native evaluator holds the old weights
+    model.meta["transition_source"] = {k: v for k, v in saved.items() if k != "transition"}
 
 
 def main(argv=None) -> int:
@@ -22,6 +40,10 @@ def main(argv=None) -> int:
     ap.add_argument("--grades", type=int, default=None, help="relevance grades of the labels (default: as saved)")
     ap.add_argument("--exp-gain", choices=("true", "false"), default=None,
                     help="NDCG gains 2^grade - 1 (true) or grade (false); default: as saved")
+    ap.add_argument("--objective", default=None, help="XGBoost ranking objective (default: as saved)")
+    ap.add_argument("--transition", default=None,
+                    help="a directory from `bench/transition_corpus.py --save`: its TransH (same config) replaces "
+                         "the model's before the ranker is refit on the new rollouts")
     args = ap.parse_args(argv)
     import dataclasses
 
@@ -34,6 +56,8 @@ def main(argv=None) -> int:
     torch.set_num_threads(2)
     start = time.time()
     model = WorldModel.load(args.model_dir, refit_ranker=True)
+    if args.transition:
+        replace_transition(model, Path(args.transition))
     loader = DatasetLoader(args.data)
     if model.meta.get("training_data") != _data_hash(loader):
         raise SystemExit(f"{args.data} is not the training data of {args.model_dir} (training-data hash differs)")
@@ -41,11 +65,14 @@ def main(argv=None) -> int:
     cfg = model.ranker.cfg
     if args.grades is not None:
         cfg = dataclasses.replace(cfg, grades=args.grades)
+    if args.objective is not None:
+        cfg = dataclasses.replace(cfg, objective=args.objective)
     if args.exp_gain is not None:
         cfg = dataclasses.replace(cfg, ndcg_exp_gain=args.exp_gain == "true")
     model.ranker = fit_ranker(model, loader, _training_trajectories(loader, seed), cfg)
-    model.meta["ranker_refit"] = {"features": "dz = z_T - z_0, action stats, hardware",
-                                  "grades": cfg.grades, "ndcg_exp_gain": cfg.ndcg_exp_gain,
+    model.meta["ranker_refit"] = {"features": "dz = z_T - z_0, action stats, trace structure, hardware",
+                                  "objective": cfg.objective, "grades": cfg.grades,
+                                  "ndcg_exp_gain": cfg.ndcg_exp_gain,
                                   "wall_s": round(time.time() - start, 1)}
     model.save(args.model_dir)
     print(f"refit the ranker of {args.model_dir} in {time.time() - start:.1f} s")

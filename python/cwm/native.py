@@ -85,6 +85,13 @@ def transition_core(weights: dict, cfg):
                                  cfg.dim, cfg.hash_buckets, cfg.small_vocab, cfg.normalize_state)
 
 
+def structure_stats(fb) -> np.ndarray:
+    """Native twin of :func:`cwm.model.trace_structure.structure_stats` for a :class:`FeatureBatch`."""
+    return load().structure_stats(np.ascontiguousarray(fb.ints, np.int32),
+                                  np.ascontiguousarray(fb.numbers, np.float32),
+                                  np.ascontiguousarray(fb.lengths, np.int32))
+
+
 def sequence_stats(fb) -> np.ndarray:
     """Native twin of :func:`cwm.model.action_stats.sequence_stats` for a :class:`FeatureBatch`."""
     return load().sequence_stats(np.ascontiguousarray(fb.ints, np.int32), np.ascontiguousarray(fb.numbers, np.float32),

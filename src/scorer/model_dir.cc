@@ -8,6 +8,7 @@
 #include "scorer/hardware.h"
 #include "scorer/json_util.h"
 #include "scorer/safetensors.h"
+#include "trace_structure.h"
 #include "vocab.h"
 
 namespace cwm {
@@ -49,10 +50,10 @@ ModelDir ReadModelDir(const std::string& dir) {
   const Json* format = Find(m, "format");
   const Json* version = Find(m, "version");
   if (!format || !format->is_string() || format->s != kModelFormat || !version || !version->is_int() ||
-      version->i != kModelVersion)
+      version->i < kOldestModelVersion || version->i > kModelVersion)
     throw ScorerError(dir + ": model format " + (format ? DumpJson(*format) : "?") + " v" +
                       (version ? DumpJson(*version) : "?") + ", this scorer reads " + kModelFormat + " v" +
-                      std::to_string(kModelVersion));
+                      std::to_string(kOldestModelVersion) + "/v" + std::to_string(kModelVersion));
   const Json* kinds = Find(m, "action_kinds");
   bool same_kinds = kinds && kinds->is_array() && kinds->items.size() == ActionKinds().size();
   for (size_t k = 0; same_kinds && k < kinds->items.size(); ++k)
@@ -76,14 +77,17 @@ ModelDir ReadModelDir(const std::string& dir) {
   const Json* names = Find(m, "feature_names");
   if (names && names->is_array())
     for (const Json& n : names->items) out.feature_names.push_back(n.is_string() ? n.s : "");
-  const size_t width = static_cast<size_t>(w.dim) + NumSequenceStats() + kNumHardwareFeatures;
+  out.structure = version->i >= 4;
+  const size_t width = static_cast<size_t>(w.dim) + NumSequenceStats() + (out.structure ? NumStructureStats() : 0) +
+                       kNumHardwareFeatures;
   bool names_ok = out.feature_names.size() == width;
   for (int i = 0; names_ok && i < w.dim; ++i) names_ok = out.feature_names[i] == "dz" + std::to_string(i);
   for (int j = 0; names_ok && j < kNumHardwareFeatures; ++j)
     names_ok = out.feature_names[width - kNumHardwareFeatures + j] == kHardwareNames[j];
   if (!names_ok)
     throw ScorerError(manifest_path + ": feature_names do not match this scorer's features (" + std::to_string(width) +
-                      " = dz0..dz" + std::to_string(w.dim - 1) + ", sequence stats, hardware)");
+                      " = dz0..dz" + std::to_string(w.dim - 1) + ", sequence stats, " +
+                      (out.structure ? "trace structure, " : "") + "hardware)");
 
   const std::string st_path = (fs::path(dir) / "transition.safetensors").string();
   auto tensors = ReadSafetensors(st_path);

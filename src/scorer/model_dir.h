@@ -10,12 +10,14 @@
 namespace cwm {
 
 constexpr const char* kModelFormat = "cwm-world-model";  // FORMAT in world_model.py
-constexpr int kModelVersion = 3;                         // VERSION in world_model.py
+constexpr int kModelVersion = 4;                         // VERSION in world_model.py
+constexpr int kOldestModelVersion = 3;                   // READS in world_model.py: v3 has no trace structure
 
 struct ModelDir {
   std::string path;
   TransitionWeights transition;            // TransH weights (transition.safetensors) + config
   std::vector<std::string> feature_names;  // ranker feature names, from the manifest
+  bool structure = true;                   // the features include the trace structure (v4)
   std::string ranker_path;                 // <dir>/ranker.json (XGBoost JSON model)
 };
 

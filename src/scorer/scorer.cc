@@ -5,6 +5,7 @@
 #include "action_stats.h"
 #include "featurize.h"
 #include "scorer/error.h"
+#include "trace_structure.h"
 
 namespace cwm {
 
@@ -28,6 +29,7 @@ std::vector<float> Scorer::Features(const std::vector<float>& z0, const Hardware
     throw ScorerError(e.what());
   }
   const int B = fb.batch, T = fb.max_len, S = NumSequenceStats(), F = num_features();
+  const int P = model_.structure ? NumStructureStats() : 0;
   std::vector<float> z(static_cast<size_t>(B) * D), zt(static_cast<size_t>(B) * D);
   for (int b = 0; b < B; ++b) std::copy(z0.begin(), z0.end(), z.begin() + static_cast<size_t>(b) * D);
   {
@@ -37,13 +39,16 @@ std::vector<float> Scorer::Features(const std::vector<float>& z0, const Hardware
   }
   std::vector<float> stats(static_cast<size_t>(B) * S);
   SequenceStats(fb.ints.data(), fb.numbers.data(), fb.lengths.data(), B, T, stats.data());
+  std::vector<float> structure(static_cast<size_t>(B) * P);
+  if (P) StructureStats(fb.ints.data(), fb.numbers.data(), fb.lengths.data(), B, T, structure.data());
   std::vector<float> x(static_cast<size_t>(B) * F);
   for (int b = 0; b < B; ++b) {
     float* row = &x[static_cast<size_t>(b) * F];
     const float* zt_b = &zt[static_cast<size_t>(b) * D];
     for (int i = 0; i < D; ++i) row[i] = zt_b[i] - z0[i];  // the ranker sees ẑ_T - z_0 (model v3)
     std::copy_n(&stats[static_cast<size_t>(b) * S], S, row + D);
-    std::copy(hw.begin(), hw.end(), row + D + S);
+    std::copy_n(structure.data() + static_cast<size_t>(b) * P, P, row + D + S);
+    std::copy(hw.begin(), hw.end(), row + D + S + P);
   }
   return x;
 }

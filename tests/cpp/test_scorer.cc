@@ -24,6 +24,7 @@ namespace fs = std::filesystem;
 
 static const std::string kFixture = "tests/data/scorer_fixture";
 static const std::string kModel = kFixture + "/model";
+static const std::string kFixtureV3 = "tests/data/scorer_fixture_v3";  // the same input, a v3 model
 
 static std::vector<std::string> Lines(const std::string& path) {
   std::vector<std::string> out;
@@ -72,10 +73,10 @@ static int Run(const std::string& cmd) {
   return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
-static void LibraryParity() {
-  Scorer scorer(kModel);
+static void LibraryParity(const std::string& fixture) {
+  Scorer scorer(fixture + "/model");
   CHECK_EQ(scorer.dim(), 16);
-  auto expected = ExpectedScores(kFixture + "/expected.jsonl");
+  auto expected = ExpectedScores(fixture + "/expected.jsonl");
   auto lines = Lines(kFixture + "/input.jsonl");
   CHECK_EQ(lines.size(), expected.size());
   double worst = 0;
@@ -87,7 +88,8 @@ static void LibraryParity() {
     auto again = scorer.Score(t.z0, t.hardware, t.traces);
     CHECK(again == s);
   }
-  std::printf("library vs Python: %zu tasks, max abs diff %.3g\n", lines.size(), worst);
+  std::printf("library vs Python (%s, v%d): %zu tasks, max abs diff %.3g\n", fixture.c_str(),
+              scorer.model().structure ? 4 : 3, lines.size(), worst);
   // the target JSON path gives the hardware features of the parsed line
   ScoreTask t = ParseScoreTask(lines[0], "line 1");
   Json target = ParseJson(R"({"kind": "llvm", "num-cores": 2})");
@@ -129,8 +131,10 @@ static void ErrorCases(const std::string& scratch) {
   CHECK_EQ(Scorer(copy).dim(), 16);  // Python's json.dumps writes NaN / Infinity in metrics
   CHECK(NonFiniteToNull(R"({"a": NaN, "b": "x\"NaN", "c": [-Infinity]})") ==
         R"({"a": null, "b": "x\"NaN", "c": [null]})");
-  rewrite("\"version\": 3", "\"version\": 99");
-  CHECK(ThrowsWith([&] { Scorer s(copy); }, "this scorer reads cwm-world-model v3"));
+  rewrite("\"version\": 4", "\"version\": 99");
+  CHECK(ThrowsWith([&] { Scorer s(copy); }, "this scorer reads cwm-world-model v3/v4"));
+  rewrite("\"version\": 4", "\"version\": 3");  // v3 has no trace structure: the names no longer match
+  CHECK(ThrowsWith([&] { Scorer s(copy); }, "feature_names"));
   rewrite("\"<pad>\"", "\"<padding>\"");
   CHECK(ThrowsWith([&] { Scorer s(copy); }, "another action vocabulary"));
   rewrite("\"dim\": 16", "\"dim\": 8");
@@ -183,7 +187,8 @@ static void Cli(const std::string& cli, const std::string& scratch) {
 
 int main(int argc, char** argv) {
   try {
-    LibraryParity();
+    LibraryParity(kFixture);
+    LibraryParity(kFixtureV3);
     HardwareFeatureCases();
     const std::string scratch = argc > 2 ? argv[2] : (fs::temp_directory_path() / "cwm_test_scorer").string();
     fs::create_directories(scratch);

@@ -2,8 +2,9 @@
 
 Scoring a task's candidates: ``z_0 = E(workload)`` once per workload (cached), then for each
 candidate its canonical action arrays are rolled out ``ẑ_T = F(...F(z_0, a_1)..., a_T)``, and
-the ranker scores ``[ẑ_T - z_0, action statistics, hardware features]`` (the predicted final
-state as its displacement from the start, comparable across tasks). Higher = predicted faster.
+the ranker scores ``[ẑ_T - z_0, action statistics, trace structure, hardware features]`` (the
+predicted final state as its displacement from the start, comparable across tasks; the trace
+structure of :mod:`cwm.model.trace_structure` from model v4 on). Higher = predicted faster.
 
 Model directory (``save``/``load``)::
 
@@ -20,20 +21,25 @@ from pathlib import Path
 import numpy as np
 
 from cwm.actions.vocab import KINDS
-from cwm.model import action_stats
+from cwm.model import action_stats, trace_structure
 from cwm.model.transition import TransitionConfig
 
-FORMAT, VERSION = "cwm-world-model", 3  # 3: the ranker sees ẑ_T - z_0 (2: ẑ_T; "embed." weights)
+#: 4: the ranker also sees the trace structure; 3: ẑ_T - z_0 and action statistics (2: ẑ_T)
+FORMAT, VERSION = "cwm-world-model", 4
+READS = (3, 4)  # versions this cwm scores with (3 without the trace structure)
 
 
-def feature_names(dim: int) -> list[str]:
-    return [f"dz{i}" for i in range(dim)] + list(action_stats.NAMES) + list(action_stats.HW_FEATURES)
+def feature_names(dim: int, structure: bool = True) -> list[str]:
+    return ([f"dz{i}" for i in range(dim)] + list(action_stats.NAMES) +
+            (list(trace_structure.NAMES) if structure else []) + list(action_stats.HW_FEATURES))
 
 
 class WorldModel:
-    def __init__(self, encoder, transition, tcfg: TransitionConfig, ranker, meta: dict | None = None):
+    def __init__(self, encoder, transition, tcfg: TransitionConfig, ranker, meta: dict | None = None,
+                 structure: bool = True):
         self.encoder, self.transition, self.tcfg, self.ranker = encoder, transition, tcfg, ranker
         self.meta = meta or {}
+        self.structure = structure  # the ranker's rows include the trace structure (model v4)
         self._z0: dict[str, np.ndarray] = {}
         self._core = None  # native TransH evaluator, built on first use
 
@@ -61,13 +67,16 @@ class WorldModel:
         return self._core.rollout(z, fb.ints, fb.numbers, num_threads=num_threads)
 
     def features(self, z_t: np.ndarray, fb, target, z0: np.ndarray) -> np.ndarray:
-        """Ranker rows ``[ẑ_T - z_0, action statistics, hardware]`` (docs/decisions.md §15)."""
+        """Ranker rows ``[ẑ_T - z_0, action statistics, trace structure, hardware]``
+        (docs/decisions.md §15, §44)."""
         from cwm import native
 
-        stats = native.sequence_stats(fb)  # identical to action_stats.sequence_stats (parity-tested)
-        hw = np.repeat(action_stats.hardware_features(target)[None], len(stats), 0)
+        stats = [native.sequence_stats(fb)]  # identical to action_stats.sequence_stats (parity-tested)
+        if self.structure:
+            stats.append(native.structure_stats(fb))  # identical to trace_structure.structure_stats
+        hw = np.repeat(action_stats.hardware_features(target)[None], len(stats[0]), 0)
         dz = z_t.astype(np.float32) - np.asarray(z0, np.float32)
-        return np.concatenate([dz, stats, hw], 1)
+        return np.concatenate([dz, *stats, hw], 1)
 
     def score(self, workload, traces, target) -> np.ndarray:
         """Scores of candidate traces (JSON texts) of one workload; higher = predicted faster."""
@@ -87,14 +96,16 @@ class WorldModel:
         save_file({k: v.detach().cpu().numpy() for k, v in self.transition.state_dict().items()},
                   str(d / "transition.safetensors"))
         self.ranker.save(str(d / "ranker.json"))
-        manifest = {"format": FORMAT, "version": VERSION, "transition": self.tcfg.to_dict(),
-                    "feature_names": feature_names(self.tcfg.dim), "action_kinds": list(KINDS), **self.meta}
+        manifest = {"format": FORMAT, "version": VERSION if self.structure else 3, "transition": self.tcfg.to_dict(),
+                    "feature_names": feature_names(self.tcfg.dim, self.structure), "action_kinds": list(KINDS),
+                    **self.meta}
         (d / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
 
     @classmethod
     def load(cls, directory, refit_ranker: bool = False) -> "WorldModel":
-        """Read a model directory. ``refit_ranker`` also accepts a v2 directory (same encoder and
-        transition files, ranker on other features) for ``tools/refit_ranker.py``."""
+        """Read a model directory (v3 or v4). ``refit_ranker`` also accepts a v2 directory (same
+        encoder and transition files, ranker on other features) for ``tools/refit_ranker.py``, and
+        gives the model v4's features whatever the directory had."""
         import torch
         from safetensors.torch import load_file
 
@@ -106,10 +117,10 @@ class WorldModel:
         if not (d / "manifest.json").exists():
             raise FileNotFoundError(f"{d} is not a CWM model directory (no manifest.json)")
         manifest = json.loads((d / "manifest.json").read_text())
-        versions = (VERSION, 2) if refit_ranker else (VERSION,)
+        versions = READS + (2,) if refit_ranker else READS
         if manifest.get("format") != FORMAT or manifest.get("version") not in versions:
             raise ValueError(f"{d}: model format {manifest.get('format')} v{manifest.get('version')}, "
-                             f"this cwm reads {FORMAT} v{VERSION}")
+                             f"this cwm reads {FORMAT} v{'/v'.join(map(str, READS))}")
         if manifest.get("action_kinds") != list(KINDS):
             raise ValueError(f"{d}: the model was trained with another action vocabulary; retrain it")
         tcfg = TransitionConfig(**manifest["transition"])
@@ -120,4 +131,7 @@ class WorldModel:
         encoder.eval()
         derived = ("format", "version", "transition", "feature_names", "action_kinds")  # save() writes these
         meta = {k: v for k, v in manifest.items() if k not in derived}
-        return cls(encoder, transition, tcfg, Ranker.load(str(d / "ranker.json")), meta)
+        structure = refit_ranker or manifest["version"] >= 4
+        if not refit_ranker and manifest.get("feature_names") != feature_names(tcfg.dim, structure):
+            raise ValueError(f"{d}: the manifest's feature_names are not model v{manifest['version']}'s")
+        return cls(encoder, transition, tcfg, Ranker.load(str(d / "ranker.json")), meta, structure)
