@@ -76,7 +76,8 @@ def search_table(r) -> list[str]:
         rng = f" (per seed {s['min']:.2f}–{s['max']:.2f})" if s.get("min") is not None else ""
         parts.append(f"vs {name.removeprefix('cwm_vs_')} **{value:.2f}×**{rng}" if value else f"vs {name} n/a")
     out = _head("Search on held-out tasks", "bench/search.py", r,
-                f"{len(r.get('tasks', {}))} test tasks × seeds {r.get('seeds')} × {r.get('trials')} trials; each "
+                f"{len(r.get('tasks', {}))} test tasks × seeds {r.get('seeds')} × {r.get('trials')} trials; CWM model "
+                f"`{((r.get('model') or {}).get('prior_sha256') or '?')[:12]}`; each "
                 f"run's best candidate re-measured in one process, interleaved, median of {rm.get('repeats', '?')} "
                 "rounds; µs = mean over seeds",
                 "Geomean speedup of CWM (baseline latency ÷ CWM latency, > 1: CWM faster)", parts)
@@ -185,10 +186,11 @@ def breakdown_table(r) -> list[str]:
     return out + [""]
 
 
-RANKING_ROWS = (("cwm", "CWM (rollout ẑ_T − z_0 + action stats)"), ("ms_xgb", "MetaSchedule XGBModel, trained offline"),
-                ("no_transition", "no transition (E(s_0) + action stats)"),
-                ("static_final", "static final state (E(s_T) − E(s_0) + action stats)"), ("sequence_only", "sequence only (TLP-style)"),
-                ("random", "random"))
+#: "action features" = the action statistics and, from model v4 on, the trace structure (decision 44)
+RANKING_ROWS = (("cwm", "CWM (rollout ẑ_T − z_0 + action features)"), ("ms_xgb", "MetaSchedule XGBModel, trained offline"),
+                ("no_transition", "no transition (E(s_0) + action features)"),
+                ("static_final", "static final state (E(s_T) − E(s_0) + action features)"),
+                ("sequence_only", "sequence only (TLP-style)"), ("random", "random"))
 
 
 def ranking_table(r) -> list[str]:
@@ -304,7 +306,9 @@ def transition_corpus_table(r) -> list[str]:
 
 #: result file -> renderer, in README order
 TABLES = (("ranking.json", ranking_table), ("probe.json", probe_table), ("corpus_breadth.json", corpus_breadth_table),
-          ("transition_corpus.json", transition_corpus_table), ("search.json", search_table), ("e2e.json", e2e_table),
+          ("transition_corpus.json", transition_corpus_table),
+          ("search_v4.json", search_table),  # model v4's cwm runs; the baselines' runs are those of search.json
+          ("search.json", search_table), ("e2e.json", e2e_table),
           ("e2e_t64.json", e2e_table),  # the same benchmark at 64 trials per task (--trials 64)
           ("e2e_ablation_t64.json", e2e_table),  # packing and task-scheduler ablations of cwm (issue #14)
           ("e2e_reshape_t64.json", e2e_table),  # BERT-base after the reshape legalization (decision 43)
