@@ -36,10 +36,16 @@ std::vector<double> Slice(const std::vector<double>& v, size_t from, size_t to) 
   return std::vector<double>(v.begin() + static_cast<std::ptrdiff_t>(from), v.begin() + static_cast<std::ptrdiff_t>(to));
 }
 
-void One(const int32_t* ints, const float* nums, int n, float* o) {
-  const int split = KindId("Split"), fuse = KindId("Fuse"), parallel_id = KindId("Parallel");
-  const int vectorize_id = KindId("Vectorize"), compute_at = KindId("ComputeAt");
-  const int reverse_compute_at = KindId("ReverseComputeAt");
+struct KindIds {  // looked up once per batch, not per trace
+  int split = KindId("Split"), fuse = KindId("Fuse"), parallel = KindId("Parallel");
+  int vectorize = KindId("Vectorize"), compute_at = KindId("ComputeAt");
+  int reverse_compute_at = KindId("ReverseComputeAt");
+};
+
+void One(const KindIds& ids, const int32_t* ints, const float* nums, int n, float* o) {
+  const int split = ids.split, fuse = ids.fuse, parallel_id = ids.parallel;
+  const int vectorize_id = ids.vectorize, compute_at = ids.compute_at;
+  const int reverse_compute_at = ids.reverse_compute_at;
   auto row = [&](int t) { return ints + static_cast<size_t>(t) * kIntColumns; };
   auto num = [&](int t) { return nums + static_cast<size_t>(t) * kNumNumbers; };
   auto factors = [&](int t) {  // numbers after the two attribute flags
@@ -158,9 +164,10 @@ int NumStructureStats() { return SplitStats() + kScheduleStats + kNestStats; }
 void StructureStats(const int32_t* ints, const float* numbers, const int32_t* lengths, int batch, int steps,
                     float* out) {
   const int width = NumStructureStats();
+  const KindIds ids;
   for (int b = 0; b < batch; ++b) {
     const size_t at = static_cast<size_t>(b) * steps;
-    One(ints + at * kIntColumns, numbers + at * kNumNumbers, std::min(std::max(lengths[b], 0), steps),
+    One(ids, ints + at * kIntColumns, numbers + at * kNumNumbers, std::min(std::max(lengths[b], 0), steps),
         out + static_cast<size_t>(b) * width);
   }
 }

@@ -85,14 +85,17 @@ def transition_core(weights: dict, cfg):
                                  cfg.dim, cfg.hash_buckets, cfg.small_vocab, cfg.normalize_state)
 
 
+def _action_arrays(fb) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """A :class:`FeatureBatch`'s ``(ints, numbers, lengths)`` as the contiguous dtypes the core takes."""
+    return (np.ascontiguousarray(fb.ints, np.int32), np.ascontiguousarray(fb.numbers, np.float32),
+            np.ascontiguousarray(fb.lengths, np.int32))
+
+
 def structure_stats(fb) -> np.ndarray:
     """Native twin of :func:`cwm.model.trace_structure.structure_stats` for a :class:`FeatureBatch`."""
-    return load().structure_stats(np.ascontiguousarray(fb.ints, np.int32),
-                                  np.ascontiguousarray(fb.numbers, np.float32),
-                                  np.ascontiguousarray(fb.lengths, np.int32))
+    return load().structure_stats(*_action_arrays(fb))
 
 
 def sequence_stats(fb) -> np.ndarray:
     """Native twin of :func:`cwm.model.action_stats.sequence_stats` for a :class:`FeatureBatch`."""
-    return load().sequence_stats(np.ascontiguousarray(fb.ints, np.int32), np.ascontiguousarray(fb.numbers, np.float32),
-                                 np.ascontiguousarray(fb.lengths, np.int32))
+    return load().sequence_stats(*_action_arrays(fb))
