@@ -64,7 +64,8 @@ def zoo_transfer(pools: dict, model, args, log=print) -> dict:
     from cwm.dataset.loader import DatasetLoader
     from cwm.model import default_model_dir
     from cwm.model.probe import StoreDecoder, cross_validate
-    from cwm.model.probe_features import model_fingerprint, task_representations
+    from cwm.model.fingerprint import model_fingerprint
+    from cwm.model.probe_features import task_representations
     from cwm.model.ranker import RankerConfig
 
     model_dir = args.model_dir or default_model_dir()

@@ -201,8 +201,11 @@ def ranking_table(r) -> list[str]:
            "", "| model | top-1 | top-5 | pairwise acc. | NDCG@10 | µs / candidate |", "|---|---|---|---|---|---|"]
     shipped = os.path.join(ROOT, "python", "cwm", "default_model", "manifest.json")
     if os.path.isfile(shipped) and os.path.abspath(r.get("model", "")) == os.path.dirname(shipped):
-        digest = hashlib.sha256(open(shipped, "rb").read()).hexdigest()[:12]
-        if r.get("model_fingerprint") != digest:
+        from cwm.model.fingerprint import model_fingerprint
+
+        # runs before 2026-12-02 recorded the manifest's hash alone; later ones the weights' too
+        legacy = hashlib.sha256(open(shipped, "rb").read()).hexdigest()[:12]
+        if r.get("model_fingerprint") not in (legacy, model_fingerprint(os.path.dirname(shipped))):
             out[0] += (" — **the shipped model has changed since this run** (its manifest is not the one "
                        "evaluated; docs/status.md says what changed): rerun `cwm eval`")
     for key, label in RANKING_ROWS:

@@ -238,7 +238,8 @@ def zoo_ranking(model, transition, dec, tcfg, args) -> dict:
     from cwm.dataset.loader import DatasetLoader
     from cwm.model import default_model_dir
     from cwm.model.probe import cross_validate
-    from cwm.model.probe_features import model_fingerprint, probe_subset, task_representations
+    from cwm.model.fingerprint import model_fingerprint
+    from cwm.model.probe_features import probe_subset, task_representations
     from cwm.model.ranker import RankerConfig
     from cwm.model.transition import tensors
 

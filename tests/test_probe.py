@@ -66,3 +66,21 @@ def test_probe_on_the_tiny_dataset(tiny_dataset, tiny_model_dir, tmp_path):
     assert len(list(cache.glob("*.npz"))) == len(train_keys)  # only training tasks are probed
     again = run_probe(tiny_dataset, tiny_model_dir, folds=2, cache_dir=cache, max_candidates=8, log=lambda *_: None)
     assert again["representations"] == res["representations"]  # read back from the cache, same result
+
+
+def test_fingerprint_covers_the_weights_not_the_ranker(tmp_path):
+    """A transition swapped in without a manifest change (``refit_ranker --transition``) must
+    change the cache key, or the probe reads the old rollouts; a refitted ranker must not."""
+    import shutil
+
+    from cwm.model import default_model_dir
+    from cwm.model.fingerprint import model_fingerprint
+
+    d = tmp_path / "model"
+    shutil.copytree(default_model_dir(), d)
+    before = model_fingerprint(d)
+    (d / "ranker.json").write_bytes(b"{}")
+    assert model_fingerprint(d) == before
+    weights = (d / "transition.safetensors").read_bytes()
+    (d / "transition.safetensors").write_bytes(weights[:-1] + bytes([weights[-1] ^ 1]))
+    assert model_fingerprint(d) != before

@@ -44,6 +44,10 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--model", default=None,
                         help="model directory (from `cwm train`; default: the shipped model)")
     parser.add_argument("--out", default="bench/results/ranking.json")
+    parser.add_argument("--state-cache", default=None,
+                        help="directory of cached encoder states of the final programs (default "
+                             "~/.cache/cwm/states; an interrupted run resumes from it)")
+    parser.add_argument("--no-state-cache", action="store_true", help="encode every final program again")
 
 
 def eval_main(argv) -> int:
@@ -57,16 +61,15 @@ def eval_main(argv) -> int:
     import torch
 
     from cwm.machine import describe, today
-
-    from cwm.model.evaluate import evaluate
-
     from cwm.model import default_model_dir
+    from cwm.model.evaluate import evaluate
+    from cwm.model.fingerprint import model_fingerprint
+    from cwm.model.state_cache import DEFAULT_DIR
 
     torch.set_num_threads(args.threads)
     model_dir = args.model or str(default_model_dir())
-    result = evaluate(args.data, model_dir, seed=args.seed)
-    from cwm.model.probe_features import model_fingerprint
-
+    cache = None if args.no_state_cache else (args.state_cache or DEFAULT_DIR)
+    result = evaluate(args.data, model_dir, seed=args.seed, state_cache=cache)
     result.update(machine=describe(), date=today(), model=model_dir, model_fingerprint=model_fingerprint(model_dir))
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
     with open(args.out, "w") as f:

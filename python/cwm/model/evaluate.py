@@ -36,22 +36,19 @@ def _task_arrays(loader, keys, min_valid: int = 2):
     return out
 
 
-def _encode_states(model, trajs, which: str) -> np.ndarray:
-    import torch
-
-    texts = [t.initial_text if which == "initial" else t.final_text for t in trajs]
-    with torch.no_grad():
-        return model.encoder.encode(texts).numpy()
-
-
-def evaluate(root, model_dir, seed: int = 0, log=print) -> dict:
+def evaluate(root, model_dir, seed: int = 0, log=print, state_cache=None) -> dict:
+    """All models' metrics on the test tasks. ``state_cache`` (a directory, or None for none)
+    keeps the encoder states of the final programs across runs (:mod:`cwm.model.state_cache`)."""
     from cwm.dataset.loader import DatasetLoader
     from cwm.model.metrics import summarize
     from cwm.model.ranker import Ranker
+    from cwm.model.fingerprint import model_fingerprint
+    from cwm.model.state_cache import encoded_states
     from cwm.model.world_model import WorldModel
 
     loader = DatasetLoader(root)
     model = WorldModel.load(model_dir)
+    fingerprint = model_fingerprint(model_dir)
     target = loader.store.manifest().get("target") or {"kind": "llvm"}
     train = _task_arrays(loader, loader.task_keys("train"))
     test = _task_arrays(loader, loader.task_keys("test"))
@@ -77,7 +74,8 @@ def evaluate(root, model_dir, seed: int = 0, log=print) -> dict:
             z0 = model.z0(loader.workload(t["key"]))
             if which == "initial":
                 return model.features(np.repeat(z0[None], len(t["trajs"]), 0), t["fb"], target, np.zeros_like(z0))
-            return model.features(_encode_states(model, t["trajs"], which), t["fb"], target, z0)
+            states = encoded_states(model, t["trajs"], which, t["key"], fingerprint, state_cache)
+            return model.features(states, t["fb"], target, z0)
 
         rows = [feats(t) for t in train]
         ranker = Ranker(model.ranker.cfg).fit(np.concatenate(rows), np.concatenate([t["lat"] for t in train]),

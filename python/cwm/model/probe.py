@@ -174,7 +174,8 @@ def cross_validate(tasks: list[dict], folds: int, seed: int, ranker_cfg, log=pri
 def run_probe(data, model_dir, folds: int = 5, seed: int = 0, cache_dir=None, max_tasks=None,
               max_candidates: int | None = 64, log=print) -> dict:
     from cwm.dataset.loader import DatasetLoader
-    from cwm.model.probe_features import model_fingerprint, task_representations
+    from cwm.model.fingerprint import model_fingerprint
+    from cwm.model.probe_features import task_representations
     from cwm.model.ranker import RankerConfig
     from cwm.model.world_model import WorldModel
 

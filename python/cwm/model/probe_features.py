@@ -12,21 +12,17 @@ about its speed (issue #12). One ``.npz`` per task under the cache directory hol
 * ``lat``    ``[N]``     measured latency (inf when the build or run failed).
 
 A candidate whose trace no longer replays gets NaN per-store features (XGBoost treats them as
-missing); ``store_ok`` marks the rest. The cache is keyed by task and by the model directory's
-manifest hash, so a retrained model never reads stale rollouts; an interrupted probe resumes.
+missing); ``store_ok`` marks the rest. The cache is keyed by task and by the model's
+fingerprint (:mod:`cwm.model.fingerprint`: its manifest and every weight file, the ranker's aside), so a retrained or
+swapped-in encoder or transition never reads stale rollouts; an interrupted probe resumes.
 """
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 import numpy as np
 
 STORE_POOLS = ("sum", "max")
-
-
-def model_fingerprint(model_dir) -> str:
-    return hashlib.sha256((Path(model_dir) / "manifest.json").read_bytes()).hexdigest()[:12]
 
 
 def _per_store(loader, key, workload, trajs, target) -> tuple[np.ndarray, np.ndarray]:
@@ -74,7 +70,7 @@ def task_representations(loader, model, key: str, target, cache_dir, fingerprint
     program takes ~0.2 s a candidate on this machine; 64 of ~150 keep the probe under an hour).
     """
     from cwm import native
-    from cwm.model.evaluate import _encode_states
+    from cwm.model.state_cache import encoded_states
 
     path = Path(cache_dir) / f"{key}-{fingerprint}-n{max_candidates or 'all'}-s{seed}.npz"
     if path.is_file():
@@ -90,7 +86,7 @@ def task_representations(loader, model, key: str, target, cache_dir, fingerprint
     zt_hat = model.rollout(z0, fb)
     stats = model.features(zt_hat, fb, target, z0)[:, len(z0):]
     store, ok = _per_store(loader, key, workload, trajs, target)
-    arrays = {"z0": z0, "zt_hat": zt_hat.astype(np.float32), "et": _encode_states(model, trajs, "final"),
+    arrays = {"z0": z0, "zt_hat": zt_hat.astype(np.float32), "et": encoded_states(model, trajs, "final"),
               "store": store, "store_ok": ok, "stats": stats.astype(np.float32), "lat": lat}
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp.npz")

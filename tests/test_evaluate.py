@@ -1,0 +1,56 @@
+"""``cwm eval`` on the tiny dataset: every model is scored, and the encoder-state cache makes a
+second run read the final programs' states back instead of encoding them again."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+
+def test_eval_scores_every_model_and_resumes_from_the_state_cache(tiny_dataset, tiny_model_dir, tmp_path,
+                                                                  monkeypatch):
+    from cwm.model import state_cache
+    from cwm.model.evaluate import evaluate
+
+    cache = tmp_path / "states"
+    first = evaluate(tiny_dataset, tiny_model_dir, state_cache=cache, log=lambda *_: None)
+    assert set(first["models"]) == {"cwm", "no_transition", "static_final", "ms_xgb", "sequence_only", "random"}
+    assert first["test_tasks"] == 1
+    for name, m in first["models"].items():
+        assert 0.0 <= m["pairwise_acc"] <= 1.0 and 0.0 < m["top1"] <= 1.0, name
+    assert len(list(cache.glob("*-final-*.npy"))) >= 2  # the training tasks' and the test task's states
+
+    def no_encoding(*_args, **_kwargs):
+        raise AssertionError("the cache should have answered")
+
+    monkeypatch.setattr(state_cache, "encode_texts", no_encoding)
+    again = evaluate(tiny_dataset, tiny_model_dir, state_cache=cache, log=lambda *_: None)
+    for name in ("cwm", "no_transition", "static_final", "random"):  # deterministic given the same states
+        assert {k: v for k, v in again["models"][name].items() if k != "score_us_per_candidate"} == \
+            {k: v for k, v in first["models"][name].items() if k != "score_us_per_candidate"}, name
+
+
+def test_state_cache_key_follows_the_texts(tmp_path):
+    """A task whose records changed (other final programs) is encoded again, not read back."""
+    from types import SimpleNamespace
+
+    from cwm.model import state_cache
+
+    calls = []
+
+    class Encoder:
+        def encode(self, texts):
+            import torch
+
+            calls.append(list(texts))
+            return torch.tensor([[float(len(t))] for t in texts])
+
+    model = SimpleNamespace(encoder=Encoder())
+    trajs = [SimpleNamespace(initial_text="a", final_text=t) for t in ("xx", "yyy")]
+    first = state_cache.encoded_states(model, trajs, "final", "k", "fp", tmp_path)
+    assert np.array_equal(state_cache.encoded_states(model, trajs, "final", "k", "fp", tmp_path), first)
+    assert len(calls) == 1
+    trajs.append(SimpleNamespace(initial_text="a", final_text="zzzz"))
+    assert state_cache.encoded_states(model, trajs, "final", "k", "fp", tmp_path).shape == (3, 1)
+    assert len(calls) == 2
+    with pytest.raises(ValueError, match="initial"):
+        state_cache.encoded_states(model, trajs, "middle")
