@@ -84,3 +84,23 @@ def test_fingerprint_covers_the_weights_not_the_ranker(tmp_path):
     weights = (d / "transition.safetensors").read_bytes()
     (d / "transition.safetensors").write_bytes(weights[:-1] + bytes([weights[-1] ^ 1]))
     assert model_fingerprint(d) != before
+
+
+def test_encoder_fingerprint_ignores_all_but_the_encoder(tmp_path):
+    """Cached encoder states survive a ranker refit (a new manifest) but not a new encoder."""
+    import shutil
+
+    import pytest
+
+    from cwm.model import default_model_dir
+    from cwm.model.fingerprint import encoder_fingerprint
+
+    d = tmp_path / "model"
+    shutil.copytree(default_model_dir(), d)
+    before = encoder_fingerprint(d)
+    (d / "manifest.json").write_text((d / "manifest.json").read_text() + " ")
+    assert encoder_fingerprint(d) == before
+    (d / "encoder" / "encoder.json").write_text((d / "encoder" / "encoder.json").read_text() + " ")
+    assert encoder_fingerprint(d) != before
+    with pytest.raises(FileNotFoundError, match="encoder"):
+        encoder_fingerprint(tmp_path)

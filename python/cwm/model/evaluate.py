@@ -42,13 +42,13 @@ def evaluate(root, model_dir, seed: int = 0, log=print, state_cache=None) -> dic
     from cwm.dataset.loader import DatasetLoader
     from cwm.model.metrics import summarize
     from cwm.model.ranker import Ranker
-    from cwm.model.fingerprint import model_fingerprint
+    from cwm.model.fingerprint import encoder_fingerprint
     from cwm.model.state_cache import encoded_states
     from cwm.model.world_model import WorldModel
 
     loader = DatasetLoader(root)
     model = WorldModel.load(model_dir)
-    fingerprint = model_fingerprint(model_dir)
+    fingerprint = encoder_fingerprint(model_dir)  # E(s) depends on the encoder alone
     target = loader.store.manifest().get("target") or {"kind": "llvm"}
     train = _task_arrays(loader, loader.task_keys("train"))
     test = _task_arrays(loader, loader.task_keys("test"))

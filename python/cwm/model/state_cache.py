@@ -2,9 +2,9 @@
 
 ``cwm eval``'s ``static_final`` baseline encodes the real final program of every training and
 test candidate: ~20,000 programs, most of an hour on 2 cores. One ``.npy`` per task holds them,
-keyed by the task, the model's fingerprint (:mod:`cwm.model.fingerprint`) and a hash of the
-encoded texts, so a retrained model or a task with new records never reads stale states, and an
-interrupted evaluation resumes where it stopped. Files are written whole or not at all.
+keyed by the task, the encoder's fingerprint (:func:`cwm.model.fingerprint.encoder_fingerprint`)
+and a hash of the encoded texts, so a retrained encoder or a task with new records never reads
+stale states, a refitted ranker reuses them, and an interrupted evaluation resumes where it stopped. Files are written whole or not at all.
 """
 from __future__ import annotations
 
