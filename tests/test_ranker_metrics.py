@@ -41,3 +41,27 @@ def test_ranker_learns_a_ranking_and_round_trips(tmp_path):
     assert np.array_equal(r.predict(x[:5]), s[:5])  # small batches take the in-place path: same scores
     same = Ranker(RankerConfig(n_estimators=50, seed=1)).fit(x, lat, groups)
     assert np.array_equal(same.predict(x), s)  # same seed, same model
+
+
+def test_ranker_pairs_span_every_candidate_by_default(tmp_path):
+    """``pair_top_k=None`` builds pairs from every candidate of a task (XGBoost's ``topk`` at the
+    group's size); a config saved before the field existed reloads with XGBoost's own 32."""
+    import json
+
+    from cwm.model.ranker import Ranker, RankerConfig
+
+    rng = np.random.default_rng(0)
+    x = rng.random((240, 4)).astype(np.float32)
+    lat = np.exp(x @ np.array([1.0, -0.5, 0.2, 0.0]) + 0.1 * rng.random(240))
+    groups = np.repeat(np.arange(3), 80)
+    cfg = dict(n_estimators=10, n_jobs=1)
+    every = Ranker(RankerConfig(**cfg)).fit(x, lat, groups).predict(x)
+    assert np.array_equal(every, Ranker(RankerConfig(pair_top_k=80, **cfg)).fit(x, lat, groups).predict(x))
+    assert not np.array_equal(every, Ranker(RankerConfig(pair_top_k=32, **cfg)).fit(x, lat, groups).predict(x))
+
+    r = Ranker(RankerConfig(**cfg)).fit(x, lat, groups)
+    r.save(str(tmp_path / "ranker.json"))
+    saved = json.loads((tmp_path / "ranker.json.config").read_text())
+    del saved["pair_top_k"]
+    (tmp_path / "ranker.json.config").write_text(json.dumps(saved))
+    assert Ranker.load(str(tmp_path / "ranker.json")).cfg.pair_top_k == 32

@@ -4,12 +4,12 @@ Used when the ranker's features changed from ``ẑ_T`` (model v2) to ``ẑ_T - z
 docs/decisions.md §15), when its labels changed to 16 grades with linear NDCG gains (§37), and
 when it gained the trace structure (v4, §44): the encoder and transition of the directory are
 kept bit for bit, the ranker is refit on the training split with the config stored next to it
-(``--grades`` / ``--exp-gain`` / ``--objective`` override those fields), exactly as
+(``--grades`` / ``--exp-gain`` / ``--objective`` / ``--pair-top-k`` override those fields), exactly as
 ``train_world_model`` fits it, and the manifest is rewritten as v4 (metrics and training-data
 hash kept, ``ranker_refit`` added).
 
     python tools/refit_ranker.py python/cwm/default_model [--data data/dataset] [--grades 16 --exp-gain false]
-        [--objective rank:pairwise]
+        [--objective rank:pairwise] [--pair-top-k all]
 """
 from __future__ import annotations
 
@@ -41,6 +41,8 @@ def main(argv=None) -> int:
     ap.add_argument("--exp-gain", choices=("true", "false"), default=None,
                     help="NDCG gains 2^grade - 1 (true) or grade (false); default: as saved")
     ap.add_argument("--objective", default=None, help="XGBoost ranking objective (default: as saved)")
+    ap.add_argument("--pair-top-k", default=None,
+                    help="pairs from the K best-scored candidates of a task; 'all' for every pair (default: as saved)")
     ap.add_argument("--transition", default=None,
                     help="a directory from `bench/transition_corpus.py --save`: its TransH (same config) replaces "
                          "the model's before the ranker is refit on the new rollouts")
@@ -69,10 +71,12 @@ def main(argv=None) -> int:
         cfg = dataclasses.replace(cfg, objective=args.objective)
     if args.exp_gain is not None:
         cfg = dataclasses.replace(cfg, ndcg_exp_gain=args.exp_gain == "true")
+    if args.pair_top_k is not None:
+        cfg = dataclasses.replace(cfg, pair_top_k=None if args.pair_top_k == "all" else int(args.pair_top_k))
     model.ranker = fit_ranker(model, loader, _training_trajectories(loader, seed), cfg)
     model.meta["ranker_refit"] = {"features": "dz = z_T - z_0, action stats, trace structure, hardware",
                                   "objective": cfg.objective, "grades": cfg.grades,
-                                  "ndcg_exp_gain": cfg.ndcg_exp_gain,
+                                  "ndcg_exp_gain": cfg.ndcg_exp_gain, "pair_top_k": cfg.pair_top_k or "all",
                                   "wall_s": round(time.time() - start, 1)}
     model.save(args.model_dir)
     print(f"refit the ranker of {args.model_dir} in {time.time() - start:.1f} s")

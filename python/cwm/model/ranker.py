@@ -6,7 +6,8 @@ candidate gets 0. The scores rank candidates of one task; they are not latencies
 
 The ranker trains on 16 grades with linear NDCG gains (``RankerConfig.grades``,
 ``ndcg_exp_gain``; docs/decisions.md §37) and XGBoost's ``rank:pairwise`` (LambdaRank with the
-RankNet loss; §44), both chosen by task-grouped CV on the training tasks. The metrics keep
+RankNet loss; §44) on every pair of a task's candidates (``pair_top_k=None``; §45), all chosen
+by task-grouped CV on the training tasks. The metrics keep
 :data:`GRADES` = 8 with exponential gains, so they do not move with it.
 """
 from __future__ import annotations
@@ -46,6 +47,11 @@ class RankerConfig:
     #: (True). A config saved before these existed loads as 8 / True, what it was trained with.
     grades: int = 16
     ndcg_exp_gain: bool = False
+    #: XGBoost's ``topk`` pairs come from the ``pair_top_k`` best-scored candidates of a task;
+    #: None = every candidate, so every pair (pairwise 0.771 against 0.762 at XGBoost's own 32
+    #: in task-grouped CV on the training tasks; docs/decisions.md §45). A config saved before
+    #: the field existed loads as 32, what it was trained with.
+    pair_top_k: int | None = None
     extra: dict = field(default_factory=dict)
 
 
@@ -65,12 +71,14 @@ class Ranker:
             idx = np.nonzero(g == key)[0]
             labels[idx] = relevance(np.asarray(latencies)[order][idx], self.cfg.grades)
         _, sizes = np.unique(g, return_counts=True)
+        top_k = int(sizes.max()) if self.cfg.pair_top_k is None else self.cfg.pair_top_k
         dtrain = xgb.DMatrix(np.asarray(features, np.float32)[order], label=labels)
         dtrain.set_group(sizes)  # g is sorted, so groups are contiguous in np.unique order
         params = {"objective": self.cfg.objective, "max_depth": self.cfg.max_depth, "eta": self.cfg.learning_rate,
                   "subsample": self.cfg.subsample, "colsample_bytree": self.cfg.colsample_bytree,
                   "seed": self.cfg.seed, "nthread": self.cfg.n_jobs, "eval_metric": "ndcg@10",
-                  "lambdarank_pair_method": "topk", "ndcg_exp_gain": self.cfg.ndcg_exp_gain, **self.cfg.extra}
+                  "lambdarank_pair_method": "topk", "lambdarank_num_pair_per_sample": top_k,
+                  "ndcg_exp_gain": self.cfg.ndcg_exp_gain, **self.cfg.extra}
         self.booster = xgb.train(params, dtrain, num_boost_round=self.cfg.n_estimators)
         return self
 
@@ -100,6 +108,7 @@ class Ranker:
             saved = json.load(f)
         saved.setdefault("grades", GRADES)  # saved before the fields existed: what it was trained with
         saved.setdefault("ndcg_exp_gain", True)
+        saved.setdefault("pair_top_k", 32)  # XGBoost's own truncation for "topk" pairs
         r = cls(RankerConfig(**saved))
         r.booster = xgb.Booster()
         r.booster.load_model(path_json)
