@@ -43,24 +43,36 @@ def test_ranker_learns_a_ranking_and_round_trips(tmp_path):
     assert np.array_equal(same.predict(x), s)  # same seed, same model
 
 
-def test_ranker_pairs_span_every_candidate_by_default(tmp_path):
+def test_ranker_pair_truncation(tmp_path):
     """``pair_top_k=None`` builds pairs from every candidate of a task (XGBoost's ``topk`` at the
-    group's size); a config saved before the field existed reloads with XGBoost's own 32."""
+    group's size); the default 32 is XGBoost's own; a config saved before the field existed
+    reloads with 32, what it was trained with."""
     import json
 
-    from cwm.model.ranker import Ranker, RankerConfig
+    import xgboost as xgb
+
+    from cwm.model.ranker import Ranker, RankerConfig, relevance
 
     rng = np.random.default_rng(0)
     x = rng.random((240, 4)).astype(np.float32)
     lat = np.exp(x @ np.array([1.0, -0.5, 0.2, 0.0]) + 0.1 * rng.random(240))
     groups = np.repeat(np.arange(3), 80)
     cfg = dict(n_estimators=10, n_jobs=1)
-    every = Ranker(RankerConfig(**cfg)).fit(x, lat, groups).predict(x)
+    every = Ranker(RankerConfig(pair_top_k=None, **cfg)).fit(x, lat, groups).predict(x)
     assert np.array_equal(every, Ranker(RankerConfig(pair_top_k=80, **cfg)).fit(x, lat, groups).predict(x))
-    assert not np.array_equal(every, Ranker(RankerConfig(pair_top_k=32, **cfg)).fit(x, lat, groups).predict(x))
+    default = Ranker(RankerConfig(**cfg)).fit(x, lat, groups)
+    assert not np.array_equal(every, default.predict(x))
 
-    r = Ranker(RankerConfig(**cfg)).fit(x, lat, groups)
-    r.save(str(tmp_path / "ranker.json"))
+    d = xgb.DMatrix(x, label=np.concatenate([relevance(lat[g == groups], 16) for g in range(3)]))
+    d.set_group([80, 80, 80])
+    c = RankerConfig(**cfg)
+    plain = xgb.train({"objective": c.objective, "max_depth": c.max_depth, "eta": c.learning_rate,
+                       "subsample": c.subsample, "colsample_bytree": c.colsample_bytree, "seed": c.seed,
+                       "nthread": 1, "eval_metric": "ndcg@10", "lambdarank_pair_method": "topk",
+                       "ndcg_exp_gain": c.ndcg_exp_gain}, d, num_boost_round=c.n_estimators)
+    assert np.array_equal(plain.predict(xgb.DMatrix(x)), default.predict(x))  # 32 is XGBoost's default
+
+    default.save(str(tmp_path / "ranker.json"))
     saved = json.loads((tmp_path / "ranker.json.config").read_text())
     del saved["pair_top_k"]
     (tmp_path / "ranker.json.config").write_text(json.dumps(saved))
