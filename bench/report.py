@@ -311,11 +311,13 @@ def transition_corpus_table(r) -> list[str]:
 TABLES = (("ranking.json", ranking_table), ("probe.json", probe_table), ("corpus_breadth.json", corpus_breadth_table),
           ("transition_corpus.json", transition_corpus_table),
           ("search_v4.json", search_table),  # model v4's cwm runs; the baselines' runs are those of search.json
-          ("search.json", search_table), ("e2e.json", e2e_table),
+          ("search.json", search_table),
+          ("e2e_v3_t64.json", e2e_table),  # the 8-network run, model v4, TVM's own pipeline (issue #14)
+          ("e2e_int_power_t64.json", e2e_table),  # GPT-2 and LLaMA after cwm-int-power (decision 46)
+          ("e2e.json", e2e_table),
           ("e2e_t64.json", e2e_table),  # the same benchmark at 64 trials per task (--trials 64)
           ("e2e_ablation_t64.json", e2e_table),  # packing and task-scheduler ablations of cwm (issue #14)
           ("e2e_reshape_t64.json", e2e_table),  # BERT-base after the reshape legalization (decision 43)
-          ("e2e_v2_t64.json", e2e_table),  # the 8-network run with TVM's own pipeline (issue #14; partial)
           ("e2e_breakdown_resnet18.json", breakdown_table), ("e2e_breakdown_bert_base_tvm_reshape.json", breakdown_table),
           ("e2e_breakdown_bert_base.json", breakdown_table),
           ("scoring.json", scoring_table), ("fast_tuning.json", fast_tuning_table),
