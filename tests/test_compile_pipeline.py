@@ -96,7 +96,7 @@ def test_named_pipelines_resolve_per_target_kind():
             p for p in PIPELINES[name].split(",") if p not in cpu_only).replace("cwm-build", gpu)
         assert resolve(name, tvm.target.Target("nvidia/nvidia-h100")) == cuda == resolve(name, {"kind": "cuda"})
         assert resolve(f"{name}-cuda", "cuda") == cuda
-    assert str(resolve("default", "cuda")) == ("cwm-import,cwm-keep-nan,cwm-bool-ops,cwm-partition,cwm-tune,"
+    assert str(resolve("default", "cuda")) == ("cwm-import,cwm-keep-nan,cwm-bool-ops,cwm-int-power,cwm-partition,cwm-tune,"
                                                f"cwm-apply-db,{gpu}")
     text = "cwm-import,cwm-partition,cwm-build"  # a text is taken as written, for any target
     assert str(resolve(text, "cuda")) == str(resolve(text, "llvm")) == text
