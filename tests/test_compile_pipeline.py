@@ -46,7 +46,7 @@ def test_parse_types_whitespace_and_named_pipelines():
 
 @pytest.mark.parametrize("text, needle", [
     ("cwm-import,cwm-fuse,cwm-build", "unknown pass 'cwm-fuse'; registered passes: cwm-import, cwm-keep-nan, "
-                                      "cwm-bool-ops, cwm-partition, cwm-layout-free, cwm-tune, cwm-apply-db, "
+                                      "cwm-bool-ops, cwm-int-power, cwm-partition, cwm-layout-free, cwm-tune, cwm-apply-db, "
                                       "cwm-pack-weights, cwm-gpu-dispatch, cwm-gpu-default-schedules, cwm-build, "
                                       "cwm-transform-weights"),
     ("cwm-import,cwm-partition,cwm-tune{trails=8}", "pass 'cwm-tune' has no option 'trails'; its options: "
@@ -96,7 +96,7 @@ def test_named_pipelines_resolve_per_target_kind():
             p for p in PIPELINES[name].split(",") if p not in cpu_only).replace("cwm-build", gpu)
         assert resolve(name, tvm.target.Target("nvidia/nvidia-h100")) == cuda == resolve(name, {"kind": "cuda"})
         assert resolve(f"{name}-cuda", "cuda") == cuda
-    assert str(resolve("default", "cuda")) == ("cwm-import,cwm-keep-nan,cwm-bool-ops,cwm-partition,cwm-tune,"
+    assert str(resolve("default", "cuda")) == ("cwm-import,cwm-keep-nan,cwm-bool-ops,cwm-int-power,cwm-partition,cwm-tune,"
                                                f"cwm-apply-db,{gpu}")
     text = "cwm-import,cwm-partition,cwm-build"  # a text is taken as written, for any target
     assert str(resolve(text, "cuda")) == str(resolve(text, "llvm")) == text
@@ -156,7 +156,7 @@ def test_instruments_timing_dump_print_after(tiny_onnx, tmp_path):
     state = cc.run_pipeline(tiny_onnx, pipeline="no-tune", dump_ir=tmp_path / "ir", print_after=("cwm-partition",),
                             instruments=(everything, cc.PrintAfter(["cwm-import"], stream=stream)),
                             work_dir=tmp_path / "wd")
-    ran = ["cwm-import", "cwm-keep-nan", "cwm-bool-ops", "cwm-partition", "cwm-build", "cwm-transform-weights"]
+    ran = ["cwm-import", "cwm-keep-nan", "cwm-bool-ops", "cwm-int-power", "cwm-partition", "cwm-build", "cwm-transform-weights"]
     assert state.ran == ran
     assert list(state.pass_seconds) == ran
     assert all(s >= 0 for s in state.pass_seconds.values())
@@ -225,7 +225,7 @@ def test_cuda_build_routes_to_targets_cuda(tiny_onnx, tmp_path):
         raise
     assert model.report["builder"] == "cwm.targets.cuda.build_device_code"
     assert model.report["pipeline"] == model.pipeline == PIPELINES["no-tune-cuda"]
-    assert list(model.report["pass_seconds"]) == ["cwm-import", "cwm-keep-nan", "cwm-bool-ops", "cwm-partition",
+    assert list(model.report["pass_seconds"]) == ["cwm-import", "cwm-keep-nan", "cwm-bool-ops", "cwm-int-power", "cwm-partition",
                                                   "cwm-gpu-dispatch", "cwm-gpu-default-schedules", "cwm-build"]
     info = model.report["build_info"]
     assert info["binary_format"] == "fatbin" and info["schedule_source"] == "default GPU schedules"

@@ -1,7 +1,7 @@
 """``cwm.compile``: a model (ONNX, torch, Relax) -> a tuned, callable, exportable compiled model.
 
 ``cwm.compile(model, target="llvm", trials_per_task=64, cost_model="cwm", ...)`` runs a pipeline
-of named passes (``cwm-import,cwm-keep-nan,cwm-bool-ops,cwm-partition,cwm-tune,cwm-apply-db,cwm-build``;
+of named passes (``cwm-import,cwm-keep-nan,cwm-bool-ops,cwm-int-power,cwm-partition,cwm-tune,cwm-apply-db,cwm-build``;
 for cuda the ``default-cuda`` variant with the GPU passes) on TVM's pass infrastructure and returns a
 :class:`CompiledModel`; ``cwm.load(dir)`` reads one back that ``CompiledModel.export(dir)`` wrote.
 See docs/compile.md.

@@ -11,6 +11,9 @@ pass                           options (type, default)             does
                                                                    tensors as uint8 / int32 ops
                                                                    that TVM can build
                                                                    (:mod:`cwm.compile.bool_ops`)
+``cwm-int-power``              ``enabled`` (bool)                  ``power(x, 1..4)`` as products,
+                                                                   not ``powf`` per element
+                                                                   (:mod:`cwm.compile.int_power`)
 ``cwm-partition``              ``lift-params`` (bool, true)        lift weight-only work into
                                                                    ``main_transform_params``,
                                                                    legalize, fuse, extract
@@ -96,6 +99,21 @@ def _bool_ops(state, mod, options):
     from cwm.compile.bool_ops import rewrite_bool_ops
 
     out, _counts = rewrite_bool_ops(mod)
+    return out
+
+
+@register_pass("cwm-int-power", options=(
+    Option("enabled", bool, True, "false: leave small integer powers to libm's powf"),
+), requires=("cwm-import",), before=("cwm-partition",))
+def _int_power(state, mod, options):
+    """Rewrite float ``power(x, c)`` with a constant ``c`` in 1..4 into multiplications
+    (:mod:`cwm.compile.int_power`): TVM calls ``powf`` per element, which GPT-2's GELU pays
+    for on every layer."""
+    if not options["enabled"]:
+        return mod
+    from cwm.compile.int_power import rewrite_int_powers
+
+    out, _counts = rewrite_int_powers(mod)
     return out
 
 

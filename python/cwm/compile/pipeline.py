@@ -27,7 +27,7 @@ from cwm.compile.passes import get_pass
 _NAME = re.compile(r"[a-z][a-z0-9-]*\Z")
 _VALUE = re.compile(r"[^,{}=\s]+\Z")
 
-_FRONT = "cwm-import,cwm-keep-nan,cwm-bool-ops,cwm-partition"
+_FRONT = "cwm-import,cwm-keep-nan,cwm-bool-ops,cwm-int-power,cwm-partition"
 #: what a cuda build adds: TVM's GPU kernels for sort/scan/sampling, DLight for every function
 #: without a (tuned) schedule, nvcc device code
 _CUDA_BUILD = "cwm-gpu-dispatch,cwm-gpu-default-schedules,cwm-build{device-code=fatbin,compiler=auto}"
