@@ -161,9 +161,9 @@ def test_instruments_timing_dump_print_after(tiny_onnx, tmp_path):
     assert list(state.pass_seconds) == ran
     assert all(s >= 0 for s in state.pass_seconds.values())
     names = sorted(p.name for p in (tmp_path / "ir").iterdir())
-    assert names == ["000_cwm-import.py", "001_cwm-keep-nan.py", "002_cwm-bool-ops.py", "003_cwm-partition.py",
-                     "004_cwm-build.py", "005_cwm-transform-weights.py"]
-    partitioned = (tmp_path / "ir" / "003_cwm-partition.py").read_text()
+    assert names == ["000_cwm-import.py", "001_cwm-keep-nan.py", "002_cwm-bool-ops.py", "003_cwm-int-power.py",
+                     "004_cwm-partition.py", "005_cwm-build.py", "006_cwm-transform-weights.py"]
+    partitioned = (tmp_path / "ir" / "004_cwm-partition.py").read_text()
     assert "fused_conv2d_add_relu" in partitioned and "main_transform_params" in partitioned
     assert "R.nn.conv2d" in (tmp_path / "ir" / "000_cwm-import.py").read_text()
     assert "IR after cwm-import" in stream.getvalue()
