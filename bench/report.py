@@ -307,13 +307,22 @@ def transition_corpus_table(r) -> list[str]:
     return out + [""]
 
 
+def captioned(render, caption: str):
+    """``render`` with ``caption`` (what the run is) set in bold before its table."""
+    def out(r) -> list[str]:
+        return [f"**{caption}.**", ""] + render(r)
+    return out
+
+
 #: result file -> renderer, in README order
 TABLES = (("ranking.json", ranking_table), ("probe.json", probe_table), ("corpus_breadth.json", corpus_breadth_table),
           ("transition_corpus.json", transition_corpus_table),
           ("search_v4.json", search_table),  # model v4's cwm runs; the baselines' runs are those of search.json
           ("search.json", search_table),
-          ("e2e_v3_t64.json", e2e_table),  # the 8-network run, model v4, TVM's own pipeline (issue #14)
-          ("e2e_int_power_t64.json", e2e_table),  # GPT-2 and LLaMA after cwm-int-power (decision 46)
+          ("e2e_v3_t64.json", captioned(e2e_table, "The 8-network run with model v4 against TVM's own pipeline "
+                                        "(issue #14; resumable, networks not yet run are missing)")),
+          ("e2e_int_power_t64.json", captioned(e2e_table, "GPT-2 compiled again with `cwm-int-power` "
+                                               "(decision 46), its own run: compare within the table")),
           ("e2e.json", e2e_table),
           ("e2e_t64.json", e2e_table),  # the same benchmark at 64 trials per task (--trials 64)
           ("e2e_ablation_t64.json", e2e_table),  # packing and task-scheduler ablations of cwm (issue #14)
