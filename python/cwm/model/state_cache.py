@@ -4,7 +4,8 @@
 test candidate: ~20,000 programs, most of an hour on 2 cores. One ``.npy`` per task holds them,
 keyed by the task, the encoder's fingerprint (:func:`cwm.model.fingerprint.encoder_fingerprint`)
 and a hash of the encoded texts, so a retrained encoder or a task with new records never reads
-stale states, a refitted ranker reuses them, and an interrupted evaluation resumes where it stopped. Files are written whole or not at all.
+stale states, a refitted ranker reuses them, and an interrupted evaluation resumes where it
+stopped. Files are written whole or not at all.
 """
 from __future__ import annotations
 
