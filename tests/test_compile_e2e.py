@@ -49,7 +49,7 @@ def test_tuned_model_matches_onnxruntime(compiled, tiny_onnx, x):
     assert [t["name"] for t in report["tasks"]] == ["fused_matmul_add1", "reshape", "fused_conv2d_add_relu"]
     assert report["new_records"] >= 2 * TRIALS and report["reused_records"] == 0
     assert report["scheduled_functions"] >= 2 and report["param_mode"] == "transformed"  # cwm-transform-weights
-    assert set(report["pass_seconds"]) == {"cwm-import", "cwm-keep-nan", "cwm-bool-ops", "cwm-int-power", "cwm-partition",
+    assert set(report["pass_seconds"]) == {"cwm-import", "cwm-keep-nan", "cwm-bool-ops", "cwm-int-power", "cwm-vector-math", "cwm-partition",
                                            "cwm-layout-free", "cwm-tune", "cwm-apply-db", "cwm-pack-weights",
                                            "cwm-build", "cwm-transform-weights"}
     assert os.path.getsize(os.path.join(work_dir, "database_tuning_record.json")) > 0

@@ -46,7 +46,7 @@ def test_parse_types_whitespace_and_named_pipelines():
 
 @pytest.mark.parametrize("text, needle", [
     ("cwm-import,cwm-fuse,cwm-build", "unknown pass 'cwm-fuse'; registered passes: cwm-import, cwm-keep-nan, "
-                                      "cwm-bool-ops, cwm-int-power, cwm-partition, cwm-layout-free, cwm-tune, cwm-apply-db, "
+                                      "cwm-bool-ops, cwm-int-power, cwm-vector-math, cwm-partition, cwm-layout-free, cwm-tune, cwm-apply-db, "
                                       "cwm-pack-weights, cwm-gpu-dispatch, cwm-gpu-default-schedules, cwm-build, "
                                       "cwm-transform-weights"),
     ("cwm-import,cwm-partition,cwm-tune{trails=8}", "pass 'cwm-tune' has no option 'trails'; its options: "
@@ -91,7 +91,7 @@ def test_named_pipelines_resolve_per_target_kind():
     for name in ("default", "no-tune", "from-db"):
         assert str(resolve(name, "llvm")) == str(resolve(name)) == PIPELINES[name]
         cuda = resolve(name, "cuda")
-        cpu_only = ("cwm-layout-free", "cwm-pack-weights", "cwm-transform-weights")  # llvm: packed weights
+        cpu_only = ("cwm-vector-math", "cwm-layout-free", "cwm-pack-weights", "cwm-transform-weights")  # llvm only
         assert str(cuda) == PIPELINES[f"{name}-cuda"] == ",".join(
             p for p in PIPELINES[name].split(",") if p not in cpu_only).replace("cwm-build", gpu)
         assert resolve(name, tvm.target.Target("nvidia/nvidia-h100")) == cuda == resolve(name, {"kind": "cuda"})
@@ -156,14 +156,14 @@ def test_instruments_timing_dump_print_after(tiny_onnx, tmp_path):
     state = cc.run_pipeline(tiny_onnx, pipeline="no-tune", dump_ir=tmp_path / "ir", print_after=("cwm-partition",),
                             instruments=(everything, cc.PrintAfter(["cwm-import"], stream=stream)),
                             work_dir=tmp_path / "wd")
-    ran = ["cwm-import", "cwm-keep-nan", "cwm-bool-ops", "cwm-int-power", "cwm-partition", "cwm-build", "cwm-transform-weights"]
+    ran = ["cwm-import", "cwm-keep-nan", "cwm-bool-ops", "cwm-int-power", "cwm-vector-math", "cwm-partition", "cwm-build", "cwm-transform-weights"]
     assert state.ran == ran
     assert list(state.pass_seconds) == ran
     assert all(s >= 0 for s in state.pass_seconds.values())
     names = sorted(p.name for p in (tmp_path / "ir").iterdir())
     assert names == ["000_cwm-import.py", "001_cwm-keep-nan.py", "002_cwm-bool-ops.py", "003_cwm-int-power.py",
-                     "004_cwm-partition.py", "005_cwm-build.py", "006_cwm-transform-weights.py"]
-    partitioned = (tmp_path / "ir" / "004_cwm-partition.py").read_text()
+                     "004_cwm-vector-math.py", "005_cwm-partition.py", "006_cwm-build.py", "007_cwm-transform-weights.py"]
+    partitioned = (tmp_path / "ir" / "005_cwm-partition.py").read_text()
     assert "fused_conv2d_add_relu" in partitioned and "main_transform_params" in partitioned
     assert "R.nn.conv2d" in (tmp_path / "ir" / "000_cwm-import.py").read_text()
     assert "IR after cwm-import" in stream.getvalue()

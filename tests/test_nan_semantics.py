@@ -195,7 +195,7 @@ def test_fusion_and_task_names_do_not_change(tiny_onnx):
 # ------------------------------------------------------------------------------ the pass itself
 def test_pass_in_named_pipelines_and_its_text():
     for name in ("default", "no-tune", "from-db"):
-        assert str(resolve(name)).startswith("cwm-import,cwm-keep-nan,cwm-bool-ops,cwm-int-power,cwm-partition,"), PIPELINES[name]
+        assert str(resolve(name)).startswith("cwm-import,cwm-keep-nan,cwm-bool-ops,cwm-int-power,cwm-vector-math,cwm-partition,"), PIPELINES[name]
     text = "cwm-import,cwm-keep-nan{enabled=false},cwm-partition,cwm-build"
     assert str(parse(text)) == text
     with pytest.raises(PipelineError, match="pass 'cwm-keep-nan' must come before 'cwm-partition'"):

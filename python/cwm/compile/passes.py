@@ -14,6 +14,12 @@ pass                           options (type, default)             does
 ``cwm-int-power``              ``enabled`` (bool)                  ``power(x, 1..4)`` as products,
                                                                    not ``powf`` per element
                                                                    (:mod:`cwm.compile.int_power`)
+``cwm-vector-math``            ``enabled`` (bool)                  llvm only: float32 exp / tanh /
+                                                                   erf / sigmoid / silu / gelu /
+                                                                   softmax as vectorizable
+                                                                   polynomials, not libm per
+                                                                   element
+                                                                   (:mod:`cwm.compile.vector_math`)
 ``cwm-partition``              ``lift-params`` (bool, true)        lift weight-only work into
                                                                    ``main_transform_params``,
                                                                    legalize, fuse, extract
@@ -114,6 +120,21 @@ def _int_power(state, mod, options):
     from cwm.compile.int_power import rewrite_int_powers
 
     out, _counts = rewrite_int_powers(mod)
+    return out
+
+
+@register_pass("cwm-vector-math", options=(
+    Option("enabled", bool, True, "false: leave exp / tanh / erf to libm, one call per element"),
+), requires=("cwm-import",), before=("cwm-partition",), targets=("llvm",))
+def _vector_math(state, mod, options):
+    """Rewrite float32 exp, tanh, erf and the ops made of them (sigmoid, silu, gelu, softmax)
+    into polynomial arithmetic that LLVM vectorizes (:mod:`cwm.compile.vector_math`): TVM calls
+    libm per element, which cost BERT's softmax and GPT-2's GELU more than their matmuls."""
+    if not options["enabled"]:
+        return mod
+    from cwm.compile.vector_math import rewrite_vector_math
+
+    out, _counts = rewrite_vector_math(mod)
     return out
 
 

@@ -27,7 +27,10 @@ from cwm.compile.passes import get_pass
 _NAME = re.compile(r"[a-z][a-z0-9-]*\Z")
 _VALUE = re.compile(r"[^,{}=\s]+\Z")
 
-_FRONT = "cwm-import,cwm-keep-nan,cwm-bool-ops,cwm-int-power,cwm-partition"
+_IMPORT = "cwm-import,cwm-keep-nan,cwm-bool-ops,cwm-int-power"
+_FRONT = f"{_IMPORT},cwm-partition"
+#: CPU: libm's exp / tanh / erf replaced by vectorizable polynomials before legalization
+_FRONT_LLVM = f"{_IMPORT},cwm-vector-math,cwm-partition"
 #: what a cuda build adds: TVM's GPU kernels for sort/scan/sampling, DLight for every function
 #: without a (tuned) schedule, nvcc device code
 _CUDA_BUILD = "cwm-gpu-dispatch,cwm-gpu-default-schedules,cwm-build{device-code=fatbin,compiler=auto}"
@@ -35,11 +38,11 @@ _CUDA_BUILD = "cwm-gpu-dispatch,cwm-gpu-default-schedules,cwm-build{device-code=
 #: Named pipelines. ``NAME-KIND`` is what ``NAME`` resolves to for a target of kind ``KIND``.
 PIPELINES = {
     # CPU: weights layout-free while tuning, packed ahead of time, transformed at compile time
-    "default": f"{_FRONT},cwm-layout-free,cwm-tune,cwm-apply-db,cwm-pack-weights,cwm-build,cwm-transform-weights",
+    "default": f"{_FRONT_LLVM},cwm-layout-free,cwm-tune,cwm-apply-db,cwm-pack-weights,cwm-build,cwm-transform-weights",
     # default schedules only (llvm: TVM's unscheduled lowering), no measurement
-    "no-tune": f"{_FRONT},cwm-build,cwm-transform-weights",
+    "no-tune": f"{_FRONT_LLVM},cwm-build,cwm-transform-weights",
     # the best schedules already in work_dir's database, no measurement
-    "from-db": f"{_FRONT},cwm-layout-free,cwm-apply-db,cwm-pack-weights,cwm-build,cwm-transform-weights",
+    "from-db": f"{_FRONT_LLVM},cwm-layout-free,cwm-apply-db,cwm-pack-weights,cwm-build,cwm-transform-weights",
     # the same for cuda targets (resolve("default", cuda) etc.)
     "default-cuda": f"{_FRONT},cwm-tune,cwm-apply-db,{_CUDA_BUILD}",
     "no-tune-cuda": f"{_FRONT},{_CUDA_BUILD}",
