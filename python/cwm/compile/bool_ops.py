@@ -121,10 +121,7 @@ def rewrite_bool_ops(mod):
 
 
 def _rewrite(mod, promote_cumsum: bool):
-    from tvm import relax
+    from cwm.compile.relax_rewrite import rewrite_relax_functions
 
-    mutator = _mutator_class()(mod, promote_cumsum)
-    for gv, func in mod.functions_items():
-        if isinstance(func, relax.Function):
-            mutator.builder_.update_func(gv, mutator.visit_expr(func))
-    return mutator.builder_.get(), mutator.counts
+    out, mutator = rewrite_relax_functions(_mutator_class()(mod, promote_cumsum), mod)
+    return out, mutator.counts

@@ -86,10 +86,7 @@ def _mutator_class():
 
 def rewrite_int_powers(mod):
     """``(rewritten module, Counter of rewritten powers by exponent)``; see the module docstring."""
-    from tvm import relax
+    from cwm.compile.relax_rewrite import rewrite_relax_functions
 
-    rewriter = _mutator_class()(mod)
-    for gv, func in mod.functions_items():
-        if isinstance(func, relax.Function):
-            rewriter.builder_.update_func(gv, rewriter.visit_expr(func))
-    return rewriter.builder_.get(), rewriter.counts
+    out, rewriter = rewrite_relax_functions(_mutator_class()(mod), mod)
+    return out, rewriter.counts

@@ -399,6 +399,8 @@ def keep_nan(mod):
     """
     from tvm import relax, tirx
 
+    from cwm.compile.relax_rewrite import rewrite_relax_functions
+
     counts = Counter()
     replaced = {}
     for gv, func in mod.functions_items():
@@ -415,11 +417,7 @@ def keep_nan(mod):
         mod = mod.clone()
         for gv, new in replaced.items():
             mod.update_func(gv, new)
-    mutator = _mutator_class()(mod)
-    for gv, func in mod.functions_items():
-        if isinstance(func, relax.Function):
-            mutator.builder_.update_func(gv, mutator.visit_expr(func))
-    out = mutator.builder_.get()
+    out, mutator = rewrite_relax_functions(_mutator_class()(mod), mod)
     if mutator.failed:
         _warn(mutator.failed)
     counts.update(mutator.counts)
