@@ -18,6 +18,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     t = sub.add_parser("tasks", help="extract the zoo's tuning tasks, register them, print the table")
     t.add_argument("--root", default=DEFAULT_ROOT)
     t.add_argument("--networks", default="all", help="comma-separated zoo names, or 'all'")
+    t.add_argument("--from-corpus", default=None, metavar="CORPUS",
+                   help="register generated workloads of this corpus instead of the zoo's tasks (use a root of "
+                        "their own)")
+    t.add_argument("--count", type=int, default=300, help="with --from-corpus: how many, stratified by family")
+    t.add_argument("--seed", type=int, default=0, help="with --from-corpus: which sample")
+    t.add_argument("--heldout-dataset", default=DEFAULT_ROOT,
+                   help="with --from-corpus: skip any workload that is a held-out task of this dataset")
     c = sub.add_parser("collect", help="measure candidates of every registered task (resumable)")
     c.add_argument("--root", default=DEFAULT_ROOT)
     c.add_argument("--trials", type=int, default=200, help="search-phase candidates per task")
@@ -87,6 +94,14 @@ def _verify(args) -> int:
 
 
 def _tasks(args) -> int:
+    if args.from_corpus:
+        from cwm.corpus.tasks import register_corpus_tasks
+
+        if args.count < 1:
+            print("--count must be >= 1", file=sys.stderr)
+            return 2
+        print(register_corpus_tasks(args.root, args.from_corpus, args.count, args.seed, args.heldout_dataset))
+        return 0
     from cwm.dataset.zoo_tasks import register_zoo_tasks
 
     table = register_zoo_tasks(args.root, None if args.networks == "all" else args.networks.split(","))
