@@ -62,6 +62,9 @@ class TaskReport:
     status: str = "tuned"
     #: why an "untunable" task could not be tuned (None otherwise)
     reason: str | None = None
+    #: the unscheduled function's mean latency (us), measured once beside the search
+    #: (:mod:`cwm.compile.untuned_candidate`); None when not measured or it failed
+    untuned_us: float | None = None
 
 
 @dataclass

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from cwm.compile.errors import CompileError
 from cwm.compile.tuning import (TaskReport, TuningReport, _load_state, _save_state, best_us, finished_before,
                                 open_database, records_per_task, task_key)
+from cwm.compile.untuned_candidate import lacks_untuned, measure_untuned_first, untuned_us
 
 
 def make_model(spec, num_cores: int, seed: int, model_dir=None):
@@ -90,6 +91,7 @@ def tune_tasks(tasks, target, work_dir: str, trials: int, options) -> tuple:
             report.shared_added = _export(shared, work_dir, tasks)
     for task, item in zip(tasks, report.tasks):
         item.best_us = best_us(database, task)
+        item.untuned_us = untuned_us(database, task)
     report.wall_s = time.perf_counter() - start
     return database, report
 
@@ -153,7 +155,10 @@ def _tune_planned(tasks, target, work_dir, trials, options, database, saved, exi
         for _, _, item, _ in plan:
             item.status = "reused" if item.reused else "untuned"
         plan = []
-    if not plan:
+    # records from before the untuned candidate existed: measure it once, beside the budget
+    upgrade = [(task, item) for task, item in zip(tasks, report.tasks)
+               if item.status in ("reused", "finished") and lacks_untuned(database, task, target)]
+    if not plan and not upgrade:
         return
     _check_runner(target, options.runner)
     settings = options.settings or FastSettings()
@@ -163,12 +168,14 @@ def _tune_planned(tasks, target, work_dir, trials, options, database, saved, exi
     # with the target: for cuda the builder embeds real GPU code in its artifacts (docs/cuda.md)
     builder = settings.builder(target) if own_builder else options.builder
     runner = settings.runner() if own_runner else options.runner
-    bar = _progress_bar(remaining_total if joint else sum(p[3] for p in plan), options.progress)
-    tools = _Tools(work_dir, options, settings, cores, model, builder, runner, _counter(bar), bar, database)
+    bar = _progress_bar((remaining_total if joint else sum(p[3] for p in plan)) + len(upgrade), options.progress)
+    tools = _Tools(work_dir, options, settings, cores, model, builder, runner, _counter(bar), bar, database, target)
     try:
-        if joint:
+        for task, item in upgrade:
+            item.new += int(tools.untuned_first(task))
+        if joint and plan:
             _tune_jointly(plan, remaining_total, tools)
-        else:
+        elif plan:
             _tune_one_by_one(plan, tools, saved)
     finally:
         bar.finish()
@@ -198,6 +205,7 @@ class _Tools:
     counter: object
     bar: object
     database: object
+    target: object = None
 
     def contexts(self, task, index):
         """``(contexts, weights, reason)``: MetaSchedule's tune contexts of ``task``, or the reason
@@ -210,6 +218,14 @@ class _Tools:
             [task], work_dir=self.work_dir, strategy=self.settings.strategy(), num_threads=self.cores,
             seed=self.options.seed + index)
         return contexts, weights, (design_space_error(contexts[0]) if contexts else None)
+
+    def untuned_first(self, task) -> bool:
+        """Measure ``task``'s untuned candidate as the first trial of its budget
+        (:mod:`cwm.compile.untuned_candidate`); True when it was measured now."""
+        measured = measure_untuned_first(task, self.target, self.database, self.builder, self.runner)
+        if measured:
+            self.bar.update(1)
+        return measured
 
     def tune(self, contexts, weights, budget: int, per_task: int, scheduler: str, per_iter: int | None = None) -> None:
         from tvm.s_tir import meta_schedule as ms
@@ -235,9 +251,10 @@ def _tune_one_by_one(plan, tools: _Tools, saved: dict) -> None:
                 item.status, item.reason = "untunable", reason
                 item.wall_s = time.perf_counter() - task_start
                 continue
-            if contexts:
-                tools.tune(contexts, weights, remaining, remaining, "round-robin")
-        item.new = tools.counter.count - before
+            untuned = int(tools.untuned_first(task))
+            if contexts and remaining > untuned:
+                tools.tune(contexts, weights, remaining - untuned, remaining - untuned, "round-robin")
+        item.new = tools.counter.count - before + untuned
         item.wall_s = time.perf_counter() - task_start
         saved[item.key] = {"name": task.task_name, "done_at": item.requested,
                            "records": records_per_task(tools.database, [task])[0],
@@ -266,8 +283,10 @@ def _tune_jointly(plan, budget: int, tools: _Tools) -> None:
             return
         tools.bar.set_description(f"{len(contexts)} tasks")
         before = records_per_task(tools.database, [t for t, _ in tuned])
+        budget -= sum(tools.untuned_first(task) for task, _ in tuned)
         # the scheduler first gives every task one round: rounds small enough for that to fit the budget
-        tools.tune(contexts, weights, budget, budget, "gradient", per_iter=max(1, budget // len(contexts)))
+        if budget > 0:
+            tools.tune(contexts, weights, budget, budget, "gradient", per_iter=max(1, budget // len(contexts)))
     after = records_per_task(tools.database, [t for t, _ in tuned])
     wall = (time.perf_counter() - start) / max(len(tuned), 1)
     for (task, item), b, a in zip(tuned, before, after):
