@@ -68,7 +68,7 @@ def test_reference_special_values():
 def _module(op, shape=(8, 256), dtype="float32"):
     from tvm import relax
 
-    from compile_helpers import relax_module
+    from tests.compile_helpers import relax_module
 
     return relax_module(lambda x: op(relax.op, x), x=(shape, dtype))
 
