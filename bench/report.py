@@ -320,13 +320,14 @@ TABLES = (("ranking.json", ranking_table), ("probe.json", probe_table), ("corpus
           ("search_v4.json", search_table),  # model v4's cwm runs; the baselines' runs are those of search.json
           ("search.json", search_table),
           ("e2e_v3_t64.json", captioned(e2e_table, "The 8-network run with model v4 against TVM's own pipeline "
-                                        "(issue #14; resumable, networks not yet run are missing)")),
-          ("e2e_int_power_t64.json", captioned(e2e_table, "GPT-2 compiled again with `cwm-int-power` "
-                                               "(decision 46), its own run: compare within the table")),
+                                        "(issue #14). The transformers are compiled with `cwm-int-power`, "
+                                        "`cwm-vector-math` and the untuned candidate (decisions 46-48); the CNNs' "
+                                        "compiles predate the last two (they have no exp / tanh / erf)")),
           ("e2e.json", e2e_table),
           ("e2e_t64.json", e2e_table),  # the same benchmark at 64 trials per task (--trials 64)
           ("e2e_ablation_t64.json", e2e_table),  # packing and task-scheduler ablations of cwm (issue #14)
           ("e2e_reshape_t64.json", e2e_table),  # BERT-base after the reshape legalization (decision 43)
+          ("e2e_breakdown_mobilenet_v2.json", breakdown_table),  # the slowest network against ORT (issue #14)
           ("e2e_breakdown_resnet18.json", breakdown_table), ("e2e_breakdown_bert_base_tvm_reshape.json", breakdown_table),
           ("e2e_breakdown_bert_base.json", breakdown_table),
           ("scoring.json", scoring_table), ("fast_tuning.json", fast_tuning_table),
