@@ -323,6 +323,8 @@ TABLES = (("ranking.json", ranking_table), ("probe.json", probe_table), ("corpus
                                         "(issue #14). The transformers are compiled with `cwm-int-power`, "
                                         "`cwm-vector-math` and the untuned candidate (decisions 46-48); the CNNs' "
                                         "compiles predate the last two (they have no exp / tanh / erf)")),
+          ("e2e_t256.json", captioned(e2e_table, "The larger budget, 256 trials × tasks (issue #14; resumable, "
+                                      "networks not yet run are missing)")),
           ("e2e.json", e2e_table),
           ("e2e_t64.json", e2e_table),  # the same benchmark at 64 trials per task (--trials 64)
           ("e2e_ablation_t64.json", e2e_table),  # packing and task-scheduler ablations of cwm (issue #14)
