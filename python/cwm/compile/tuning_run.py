@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from cwm.compile.errors import CompileError
 from cwm.compile.tuning import (TaskReport, TuningReport, _load_state, _save_state, best_us, finished_before,
                                 open_database, records_per_task, task_key)
-from cwm.compile.untuned_candidate import lacks_untuned, measure_untuned_first, untuned_us
+from cwm.compile.untuned_candidate import lacking_untuned, measure_untuned_first, untuned_latencies
 
 
 def make_model(spec, num_cores: int, seed: int, model_dir=None):
@@ -89,9 +89,9 @@ def tune_tasks(tasks, target, work_dir: str, trials: int, options) -> tuple:
     finally:  # interrupted or not: what was measured joins the shared database
         if shared is not None:
             report.shared_added = _export(shared, work_dir, tasks)
-    for task, item in zip(tasks, report.tasks):
+    for task, item, untuned in zip(tasks, report.tasks, untuned_latencies(database, tasks)):
         item.best_us = best_us(database, task)
-        item.untuned_us = untuned_us(database, task)
+        item.untuned_us = untuned
     report.wall_s = time.perf_counter() - start
     return database, report
 
@@ -156,8 +156,8 @@ def _tune_planned(tasks, target, work_dir, trials, options, database, saved, exi
             item.status = "reused" if item.reused else "untuned"
         plan = []
     # records from before the untuned candidate existed: measure it once, beside the budget
-    upgrade = [(task, item) for task, item in zip(tasks, report.tasks)
-               if item.status in ("reused", "finished") and lacks_untuned(database, task, target)]
+    upgrade = [(task, item) for task, item, lacking in zip(tasks, report.tasks, lacking_untuned(database, tasks, target))
+               if item.status in ("reused", "finished") and lacking]
     if not plan and not upgrade:
         return
     _check_runner(target, options.runner)

@@ -13,26 +13,22 @@ It is the first trial of the task's budget (so ``trials`` still counts every mea
 task with a budget of 1 gets only this one), measured only when the task is tuned now: a task
 whose records are all there already (a resumed compile, the shared database) is not measured
 again, unless those records lack it (a database from before this module): then it is measured
-once, beside the budget. Its latency is reported per task as ``untuned_us``. llvm only: an unscheduled GPU
-function does not build.
+once, beside the budget. Its latency is reported per task as ``untuned_us``. llvm only: an
+unscheduled GPU function does not build.
 """
 from __future__ import annotations
 
 import os
 import shutil
 
-from cwm.compile.tuning import FAILED_SECS
+from cwm.compile.tuning import FAILED_SECS, _workloads
 
 
 def _look_up_a_block(sch) -> None:
-    """Put one instruction that changes nothing into ``sch``'s trace (``get_sblock`` of a block):
-    MetaSchedule takes a record whose trace has no instruction as invalid, so ``get_top_k`` (and
-    with it ``cwm-apply-db``) would never pick it."""
-    import re
-
-    names = [n for n in re.findall(r'T\.sblock\("([^"]+)"\)', sch.mod["main"].script()) if n != "root"]
-    if names:
-        sch.get_sblock(names[0])
+    """Put one instruction that changes nothing into ``sch``'s trace (``get_sblock`` of the root
+    block): MetaSchedule takes a record whose trace has no instruction as invalid, so
+    ``get_top_k`` (and with it ``cwm-apply-db``) would never pick it."""
+    sch.get_sblock("root")
 
 
 def is_untuned(record) -> bool:
@@ -41,37 +37,36 @@ def is_untuned(record) -> bool:
     return len(insts) <= 1 and all(inst.kind.name == "GetSBlock" for inst in insts)
 
 
-def _untuned_record(records) -> object | None:
-    """The first untuned record of ``records`` (:func:`is_untuned`), or None."""
-    for record in records:
-        if is_untuned(record):
-            return record
-    return None
-
-
 def _mean_us(record) -> float | None:
     secs = [float(s) for s in (record.run_secs or [])]
     return sum(secs) / len(secs) * 1e6 if secs and max(secs) < FAILED_SECS else None
 
 
-def untuned_us(database, task) -> float | None:
-    """The mean latency (us) of ``task``'s untuned record in ``database``, or None."""
-    mod = task.dispatched[0]
-    if not database.has_workload(mod):
-        return None
-    record = _untuned_of(database, database.commit_workload(mod))
-    return _mean_us(record) if record is not None else None
+def untuned_per_task(database, tasks) -> list:
+    """Each task's untuned record in ``database`` (None: it has none, or no records at all), in
+    one pass over the records, as :func:`cwm.compile.tuning.records_per_task` counts them."""
+    workloads = _workloads(database, tasks)
+    found = [None] * len(tasks)
+    for record in database.get_all_tuning_records():
+        if not is_untuned(record):
+            continue
+        for index, workload in enumerate(workloads):
+            if workload is not None and found[index] is None and record.workload.same_as(workload):
+                found[index] = record
+                break
+    return found
 
 
-def _untuned_of(database, workload):
-    return _untuned_record(r for r in database.get_all_tuning_records() if r.workload.same_as(workload))
+def untuned_latencies(database, tasks) -> list:
+    """Each task's untuned mean latency (us), or None."""
+    return [_mean_us(r) if r is not None else None for r in untuned_per_task(database, tasks)]
 
 
-def lacks_untuned(database, task, target) -> bool:
-    """True when ``task`` has records in ``database`` but no untuned one, on an llvm target."""
-    mod = task.dispatched[0]
-    return (target.kind.name == "llvm" and database.has_workload(mod)
-            and _untuned_of(database, database.commit_workload(mod)) is None)
+def lacking_untuned(database, tasks, target) -> list:
+    """For each task: True when it has records in ``database`` but no untuned one (llvm only)."""
+    if target.kind.name != "llvm":
+        return [False] * len(tasks)
+    return [r is None and database.has_workload(t.dispatched[0]) for t, r in zip(tasks, untuned_per_task(database, tasks))]
 
 
 def measure_untuned_first(task, target, database, builder, runner) -> bool:
@@ -79,17 +74,16 @@ def measure_untuned_first(task, target, database, builder, runner) -> bool:
     already or the target is not llvm; True when it measured (one trial of the task's budget)."""
     if target.kind.name != "llvm":
         return False
-    mod = task.dispatched[0]
-    workload = database.commit_workload(mod)
-    if _untuned_of(database, workload) is not None:
+    if untuned_per_task(database, [task])[0] is not None:
         return False
-    _measure(mod, workload, target, database, builder, runner)
+    mod = task.dispatched[0]
+    _measure(mod, database.commit_workload(mod), target, database, builder, runner)
     return True
 
 
-def _measure(mod, workload, target, database, builder, runner) -> float | None:
-    """Build and run ``mod`` unscheduled, commit the record (a failure too, as MetaSchedule
-    commits its failed candidates), return its mean latency in us or None."""
+def _measure(mod, workload, target, database, builder, runner) -> None:
+    """Build and run ``mod`` unscheduled and commit the record (a failure too, as MetaSchedule
+    commits its failed candidates)."""
     import tvm
     from tvm.s_tir import meta_schedule as ms
 
@@ -102,8 +96,5 @@ def _measure(mod, workload, target, database, builder, runner) -> float | None:
         result = runner.run([ms.runner.RunnerInput(built.artifact_path, "cpu", args_info)])[0].result()
         if result.error_msg is None and result.run_secs:
             run_secs = [float(s) for s in result.run_secs]
-
         shutil.rmtree(os.path.dirname(built.artifact_path), ignore_errors=True)  # the builder's temporary folder
-    record = ms.database.TuningRecord(sch.trace, workload, run_secs, target, args_info)
-    database.commit_tuning_record(record)
-    return _mean_us(record)
+    database.commit_tuning_record(ms.database.TuningRecord(sch.trace, workload, run_secs, target, args_info))
