@@ -25,10 +25,13 @@ from cwm.compile.tuning import FAILED_SECS, _workloads
 
 
 def _look_up_a_block(sch) -> None:
-    """Put one instruction that changes nothing into ``sch``'s trace (``get_sblock`` of the root
-    block): MetaSchedule takes a record whose trace has no instruction as invalid, so
+    """Put one instruction that changes nothing into ``sch``'s trace (``get_sblock`` of its first
+    block but the root): MetaSchedule takes a record whose trace has no instruction as invalid, so
     ``get_top_k`` (and with it ``cwm-apply-db``) would never pick it."""
-    sch.get_sblock("root")
+    import re
+
+    names = [n for n in re.findall(r'T\.sblock\("([^"]+)"\)', sch.mod["main"].script()) if n != "root"]
+    sch.get_sblock(names[0] if names else "root")
 
 
 def is_untuned(record) -> bool:
