@@ -7,6 +7,7 @@ import importlib
 import importlib.util
 import json
 import math
+import time
 from pathlib import Path
 
 import pytest
@@ -99,6 +100,30 @@ def test_session_log_sums_interrupted_sessions(e2e, tmp_path):
     again.finish(4.5, 8)
     assert e2e.SessionLog(str(tmp_path)).total_s() == pytest.approx(30.0)
     assert [s["complete"] for s in e2e.SessionLog(str(tmp_path)).sessions] == [False, True]
+
+
+def test_tvm_pipeline_resume_budget_and_beat(e2e, tmp_path):
+    """TVM's pipeline resumes by tuning the rest of the budget; only complete record lines count,
+    and the beat thread stores the session's time while the pipeline runs."""
+    tvm_pipeline = importlib.import_module("e2e_tvm_pipeline")
+    tuning = tmp_path / "tuning"
+    assert tvm_pipeline.count_records(str(tuning)) == 0  # no database yet
+    tuning.mkdir()
+    (tuning / "database_tuning_record.json").write_bytes(b'[0, []]\n[0, []]\n[0, [tor')
+    assert tvm_pipeline.count_records(str(tuning)) == 2
+    assert tvm_pipeline.remaining_budget(64 * 3, 2) == 190
+    assert tvm_pipeline.remaining_budget(64, 70) == 0  # nothing left: the pipeline skips tuning
+    log = e2e.SessionLog(str(tmp_path))
+    log.start()
+    with tvm_pipeline.TuningBeat(log, str(tuning), done_before=2, every_s=0.01):
+        with open(tuning / "database_tuning_record.json", "ab") as f:
+            f.write(b'n]]\n')  # one more complete line after the resume
+        deadline = 200
+        while log.sessions[-1]["records"] != 1 and deadline:
+            time.sleep(0.01)
+            deadline -= 1
+    stored = e2e.SessionLog(str(tmp_path)).sessions[-1]
+    assert stored["records"] == 1 and stored["tune_s"] > 0 and not stored["complete"]
 
 
 # ------------------------------------------------------------------ resume with fakes
