@@ -8,8 +8,12 @@ kept bit for bit, the ranker is refit on the training split with the config stor
 ``train_world_model`` fits it, and the manifest is rewritten as v4 (metrics and training-data
 hash kept, ``ranker_refit`` added).
 
+``--extra-data ROOT`` (repeatable) fits the ranker on the training tasks of further dataset roots
+as well (:mod:`cwm.dataset.union`); ``--data`` must still be the model's training data, and the
+manifest records the roots and their hash under ``ranker_refit``.
+
     python tools/refit_ranker.py python/cwm/default_model [--data data/dataset] [--grades 16 --exp-gain false]
-        [--objective rank:pairwise] [--pair-top-k all]
+        [--objective rank:pairwise] [--pair-top-k all] [--extra-data data/dataset_breadth]
 """
 from __future__ import annotations
 
@@ -46,12 +50,15 @@ def main(argv=None) -> int:
     ap.add_argument("--transition", default=None,
                     help="a directory from `bench/transition_corpus.py --save`: its TransH (same config) replaces "
                          "the model's before the ranker is refit on the new rollouts")
+    ap.add_argument("--extra-data", action="append", default=[],
+                    help="another dataset root whose training tasks the ranker is fitted on too (repeatable)")
     args = ap.parse_args(argv)
     import dataclasses
 
     import torch
 
     from cwm.dataset.loader import DatasetLoader
+    from cwm.dataset.union import open_datasets
     from cwm.model.train import _data_hash, _training_trajectories, fit_ranker
     from cwm.model.world_model import WorldModel
 
@@ -73,11 +80,15 @@ def main(argv=None) -> int:
         cfg = dataclasses.replace(cfg, ndcg_exp_gain=args.exp_gain == "true")
     if args.pair_top_k is not None:
         cfg = dataclasses.replace(cfg, pair_top_k=None if args.pair_top_k == "all" else int(args.pair_top_k))
+    if args.extra_data:
+        loader = open_datasets([args.data, *args.extra_data])
     model.ranker = fit_ranker(model, loader, _training_trajectories(loader, seed), cfg)
     model.meta["ranker_refit"] = {"features": "dz = z_T - z_0, action stats, trace structure, hardware",
                                   "objective": cfg.objective, "grades": cfg.grades,
                                   "ndcg_exp_gain": cfg.ndcg_exp_gain, "pair_top_k": cfg.pair_top_k or "all",
-                                  "wall_s": round(time.time() - start, 1)}
+                                  "wall_s": round(time.time() - start, 1),
+                                  **({"extra_data": list(args.extra_data), "ranker_training_data": _data_hash(loader)}
+                                     if args.extra_data else {})}
     model.save(args.model_dir)
     print(f"refit the ranker of {args.model_dir} in {time.time() - start:.1f} s")
     return 0

@@ -14,6 +14,9 @@ def _common_arguments(parser: argparse.ArgumentParser) -> None:
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     _common_arguments(parser)
     parser.add_argument("--out", required=True, help="model directory to write")
+    parser.add_argument("--extra-data", action="append", default=[],
+                        help="another dataset root whose training tasks are trained on too (repeatable; "
+                             "e.g. the generated workloads of `cwm dataset tasks --from-corpus`)")
     parser.add_argument("--encoder-steps", type=int, default=None)
     parser.add_argument("--encoder-time", type=float, default=None, help="seconds")
     parser.add_argument("--rollout-trajectories", type=int, default=None)
@@ -35,7 +38,7 @@ def main(argv) -> int:
         cfg.encoder_time_s = args.encoder_time
     if args.rollout_trajectories is not None:
         cfg.rollout_trajectories = args.rollout_trajectories
-    train_world_model(args.data, args.out, cfg)
+    train_world_model([args.data, *args.extra_data] if args.extra_data else args.data, args.out, cfg)
     return 0
 
 

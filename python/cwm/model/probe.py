@@ -17,7 +17,15 @@ report). Representations (:mod:`cwm.model.probe_features`):
 and each of the first five with ``+stats``. ``store`` and ``et`` replay the candidate: they
 are baselines, never CWM's scoring path (DESIGN.md §5).
 
-    python -m cwm probe [--data data/dataset] [--model-dir DIR] [--folds 5] [--out bench/results/probe.json]
+``--fit-only-data ROOT`` (repeatable) adds the training tasks of other dataset roots (e.g. the
+generated workloads of ``cwm dataset tasks --from-corpus``) to *every* fold's fitting set and
+to no validation fold: the metrics stay those of ``--data``'s training tasks, so a run with and
+one without tell whether breadth helps the tasks that matter. ``--representations`` restricts
+the list (``et`` encodes every final program, the slow part).
+
+    python -m cwm probe [--data data/dataset] [--model-dir DIR] [--folds 5] [--fold-seeds 0,1,2]
+        [--fit-only-data data/dataset_breadth] [--representations zt_hat+stats,stats]
+        [--out bench/results/probe.json]
 """
 from __future__ import annotations
 
@@ -142,8 +150,9 @@ def representation(name: str, task: dict, decoder: StoreDecoder | None) -> np.nd
 
 
 def cross_validate(tasks: list[dict], folds: int, seed: int, ranker_cfg, log=print,
-                   names=REPRESENTATIONS) -> dict:
-    """Task-grouped CV of the ``names`` representations; metrics pooled over the held-out folds."""
+                   names=REPRESENTATIONS, fit_only: list[dict] = ()) -> dict:
+    """Task-grouped CV of the ``names`` representations; metrics pooled over the held-out folds.
+    ``fit_only`` tasks join every fold's fitting set and are never validated on."""
     from cwm.model.metrics import summarize
     from cwm.model.ranker import Ranker
 
@@ -152,7 +161,7 @@ def cross_validate(tasks: list[dict], folds: int, seed: int, ranker_cfg, log=pri
     decoder_err = {"fit": [], "heldout": [], "fit_within_task": [], "heldout_within_task": []}
     for f, val_keys in enumerate(task_folds(sorted(by_key), folds, seed)):
         val = [by_key[k] for k in val_keys]
-        fit = [t for k, t in by_key.items() if k not in set(val_keys)]
+        fit = [t for k, t in by_key.items() if k not in set(val_keys)] + list(fit_only)
         decoder = StoreDecoder().fit(fit)
         decoder_err["fit"].append(decoder.error(fit))
         decoder_err["heldout"].append(decoder.error(val))
@@ -171,36 +180,83 @@ def cross_validate(tasks: list[dict], folds: int, seed: int, ranker_cfg, log=pri
             "store_decoder_std_mse": {k: float(np.mean(v)) for k, v in decoder_err.items()}}
 
 
-def run_probe(data, model_dir, folds: int = 5, seed: int = 0, cache_dir=None, max_tasks=None,
-              max_candidates: int | None = 64, log=print) -> dict:
-    from cwm.dataset.loader import DatasetLoader
-    from cwm.model.fingerprint import model_fingerprint
+def _representations_of(loader, model, keys, cache_dir, fingerprint, max_candidates, seed, with_et, log,
+                        what: str) -> list[dict]:
     from cwm.model.probe_features import task_representations
-    from cwm.model.ranker import RankerConfig
-    from cwm.model.world_model import WorldModel
 
-    loader, model = DatasetLoader(data), WorldModel.load(model_dir)
     target = loader.store.manifest().get("target") or {"kind": "llvm"}
-    cache_dir = Path(cache_dir or Path.home() / ".cache" / "cwm" / "probe")
-    fingerprint = model_fingerprint(model_dir)
     start, tasks = time.perf_counter(), []
-    keys = loader.task_keys("train")[:max_tasks]
     for i, key in enumerate(keys):
-        arrays = task_representations(loader, model, key, target, cache_dir, fingerprint, max_candidates, seed)
+        arrays = task_representations(loader, model, key, target, cache_dir, fingerprint, max_candidates, seed,
+                                      with_et)
         if arrays is not None:
             meta = loader.store.get_task(key)
             tasks.append({"key": key, **arrays, "weight": float(sum(meta.get("networks", {}).values()) or 1.0)})
         if (i + 1) % 10 == 0:
-            log(f"representations: {i + 1}/{len(keys)} tasks ({time.perf_counter() - start:.0f} s)")
+            log(f"{what} representations: {i + 1}/{len(keys)} tasks ({time.perf_counter() - start:.0f} s)")
+    return tasks
+
+
+def run_probe(data, model_dir, folds: int = 5, seed: int = 0, cache_dir=None, max_tasks=None,
+              max_candidates: int | None = 64, log=print, fit_only_data=(), names=REPRESENTATIONS,
+              fold_seeds=None, ranker: str = "probe") -> dict:
+    """``ranker``: ``"probe"`` (100 trees, depth 6: a small, fixed ranker) or ``"model"`` (the
+    model's own saved ranker config: what ``cwm train`` would fit)."""
+    from cwm.dataset.loader import DatasetLoader
+    from cwm.model.fingerprint import model_fingerprint
+    from cwm.model.ranker import RankerConfig
+    from cwm.model.world_model import WorldModel
+
+    unknown = [n for n in names if n not in REPRESENTATIONS]
+    if unknown:
+        raise ValueError(f"unknown representation(s) {unknown}; choose from {list(REPRESENTATIONS)}")
+    with_et = any(n.partition("+")[0] == "et" for n in names)
+    loader, model = DatasetLoader(data), WorldModel.load(model_dir)
+    cache_dir = Path(cache_dir or Path.home() / ".cache" / "cwm" / "probe")
+    fingerprint = model_fingerprint(model_dir)
+    start = time.perf_counter()
+    args = (model, cache_dir, fingerprint, max_candidates, seed, with_et, log)
+    tasks = _representations_of(loader, model, loader.task_keys("train")[:max_tasks], *args[1:], what="validated")
+    known = {t["key"] for t in tasks} | set(loader.task_keys("test"))  # a held-out task never joins a fit
+    fit_only = []
+    for root in fit_only_data:
+        extra = DatasetLoader(root)
+        keys = [k for k in extra.task_keys("train") if k not in known]  # a task in both roots counts once
+        fit_only += _representations_of(extra, model, keys, *args[1:], what=f"fit-only ({root})")
+        known |= set(keys)
     if len(tasks) < folds:
         raise ValueError(f"{len(tasks)} training tasks with measured records: fewer than --folds {folds}")
-    ranker_cfg = RankerConfig(n_estimators=100, max_depth=6, seed=seed)
-    result = cross_validate(tasks, folds, seed, ranker_cfg, log)
+    if ranker == "model":
+        import dataclasses
+
+        ranker_cfg = dataclasses.replace(model.ranker.cfg, seed=seed)
+    elif ranker == "probe":
+        ranker_cfg = RankerConfig(n_estimators=100, max_depth=6, seed=seed)
+    else:
+        raise ValueError(f"ranker must be 'probe' or 'model', not {ranker!r}")
+    fold_seeds = list(fold_seeds) if fold_seeds else [seed]
+    runs = [cross_validate(tasks, folds, s, ranker_cfg, log, names, fit_only) for s in fold_seeds]
+    result = runs[0] if len(runs) == 1 else _mean_of_runs(runs)
     return {"benchmark": "probe", "date": time.strftime("%Y-%m-%d"), "host": platform.processor() or platform.machine(),
             "cpu": _cpu_name(), "model_dir": str(model_dir), "model_fingerprint": fingerprint, "split": "train",
-            "folds": folds, "seed": seed, "max_candidates_per_task": max_candidates, "tasks": len(tasks), "candidates": int(sum(len(t["lat"]) for t in tasks)),
-            "ranker": {"n_estimators": ranker_cfg.n_estimators, "max_depth": ranker_cfg.max_depth},
+            "folds": folds, "seed": seed, "fold_seeds": fold_seeds, "max_candidates_per_task": max_candidates,
+            "tasks": len(tasks), "candidates": int(sum(len(t["lat"]) for t in tasks)),
+            "fit_only_data": [str(r) for r in fit_only_data], "fit_only_tasks": len(fit_only),
+            "fit_only_candidates": int(sum(len(t["lat"]) for t in fit_only)),
+            "ranker": {"config": ranker, "n_estimators": ranker_cfg.n_estimators, "max_depth": ranker_cfg.max_depth,
+                       "objective": ranker_cfg.objective, "pair_top_k": ranker_cfg.pair_top_k},
             "seconds": round(time.perf_counter() - start, 1), **result}
+
+
+def _mean_of_runs(runs: list[dict]) -> dict:
+    """Metrics averaged over CV runs with different fold seeds (each run's metrics are pooled)."""
+    reps = {name: {m: float(np.mean([r["representations"][name][m] for r in runs]))
+                   for m in runs[0]["representations"][name] if isinstance(runs[0]["representations"][name][m], (int, float))}
+            for name in runs[0]["representations"]}
+    dec = {k: float(np.mean([r["store_decoder_std_mse"][k] for r in runs])) for k in runs[0]["store_decoder_std_mse"]}
+    return {"representations": reps, "store_decoder_std_mse": dec,
+            "per_fold_seed": [{n: {"top1": v["top1"], "pairwise_acc": v["pairwise_acc"]}
+                               for n, v in r["representations"].items()} for r in runs]}
 
 
 def _cpu_name() -> str:
@@ -222,6 +278,14 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-tasks", type=int, default=None, help="only the first N training tasks (a quick look)")
     p.add_argument("--max-candidates", type=int, default=64,
                    help="seeded subset of each task's candidates (0: all; encoding E(s_T) is the slow part)")
+    p.add_argument("--fit-only-data", action="append", default=[],
+                   help="another dataset root whose training tasks join every fold's fitting set (repeatable)")
+    p.add_argument("--representations", default=",".join(REPRESENTATIONS),
+                   help="comma-separated subset of: " + ", ".join(REPRESENTATIONS))
+    p.add_argument("--fold-seeds", default=None,
+                   help="comma-separated fold seeds; metrics are averaged over them (default: --seed)")
+    p.add_argument("--ranker", choices=("probe", "model"), default="probe",
+                   help="probe: a small fixed ranker (100 trees); model: the model's own ranker config")
     p.add_argument("--out", default="bench/results/probe.json")
 
 
@@ -233,8 +297,14 @@ def main(argv) -> int:
         p.error("--folds must be at least 2")
     from cwm.model import default_model_dir
 
+    names = tuple(n.strip() for n in args.representations.split(",") if n.strip())
+    bad = [n for n in names if n not in REPRESENTATIONS]
+    if bad:
+        p.error(f"unknown representation(s) {bad}; choose from {', '.join(REPRESENTATIONS)}")
+    fold_seeds = [int(x) for x in args.fold_seeds.split(",")] if args.fold_seeds else None
     result = run_probe(args.data, args.model_dir or default_model_dir(), args.folds, args.seed, args.cache_dir,
-                       args.max_tasks, args.max_candidates or None)
+                       args.max_tasks, args.max_candidates or None, fit_only_data=args.fit_only_data, names=names,
+                       fold_seeds=fold_seeds, ranker=args.ranker)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
     print(f"{'representation':<18} {'top1':>6} {'pairwise':>9}")

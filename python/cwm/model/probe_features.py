@@ -63,11 +63,13 @@ def probe_subset(trajs: list, max_candidates: int | None, seed: int) -> list:
 
 
 def task_representations(loader, model, key: str, target, cache_dir, fingerprint: str,
-                         max_candidates: int | None = None, seed: int = 0) -> dict | None:
+                         max_candidates: int | None = None, seed: int = 0, with_et: bool = True) -> dict | None:
     """The arrays above for one task (from the cache when present); ``None`` if < 2 valid latencies.
 
     ``max_candidates`` keeps a seeded random subset of a task's candidates (encoding every final
     program takes ~0.2 s a candidate on this machine; 64 of ~150 keep the probe under an hour).
+    ``with_et=False`` skips that encoding (no ``et`` array) when no representation asked for
+    reads it; a cached file without ``et`` is computed again when one does.
     """
     from cwm import native
     from cwm.model.state_cache import encoded_states
@@ -75,7 +77,8 @@ def task_representations(loader, model, key: str, target, cache_dir, fingerprint
     path = Path(cache_dir) / f"{key}-{fingerprint}-n{max_candidates or 'all'}-s{seed}.npz"
     if path.is_file():
         with np.load(path, allow_pickle=False) as f:
-            return {k: f[k] for k in f.files}
+            if "et" in f.files or not with_et:
+                return {k: f[k] for k in f.files}
     trajs = probe_subset(loader.trajectories(key), max_candidates, seed)
     lat = np.array([t.latency if t.latency is not None else np.inf for t in trajs], np.float64)
     if np.isfinite(lat).sum() < 2:
@@ -86,7 +89,8 @@ def task_representations(loader, model, key: str, target, cache_dir, fingerprint
     zt_hat = model.rollout(z0, fb)
     stats = model.features(zt_hat, fb, target, z0)[:, len(z0):]
     store, ok = _per_store(loader, key, workload, trajs, target)
-    arrays = {"z0": z0, "zt_hat": zt_hat.astype(np.float32), "et": encoded_states(model, trajs, "final"),
+    arrays = {"z0": z0, "zt_hat": zt_hat.astype(np.float32),
+              **({"et": encoded_states(model, trajs, "final")} if with_et else {}),
               "store": store, "store_ok": ok, "stats": stats.astype(np.float32), "lat": lat}
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp.npz")

@@ -133,9 +133,11 @@ def fit_ranker(model, loader, by_task: dict, rcfg: RankerConfig):
 
 
 def train_world_model(root, out_dir, cfg: TrainConfig = TrainConfig(), log=print) -> dict:
+    """``root``: a dataset root, or a list of them read as one (:mod:`cwm.dataset.union`; the
+    first root's split decides the held-out tasks, which no phase reads)."""
     import torch
 
-    from cwm.dataset.loader import DatasetLoader
+    from cwm.dataset.union import open_datasets
     from cwm.model.contrastive import ContrastiveConfig, train_encoder
     from cwm.model.encoder import EncoderConfig
     from cwm.model.rollout_training import build_rollout_data, rollout_error, train_transition
@@ -143,7 +145,7 @@ def train_world_model(root, out_dir, cfg: TrainConfig = TrainConfig(), log=print
 
     t_start = time.time()
     torch.manual_seed(cfg.seed)
-    loader = DatasetLoader(root)
+    loader = open_datasets(root)
     by_task = _training_trajectories(loader, cfg.seed)
     n_traj = sum(len(v) for v in by_task.values())
     log(f"training tasks: {len(by_task)}, trajectories: {n_traj}")

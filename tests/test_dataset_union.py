@@ -1,0 +1,124 @@
+"""Several dataset roots read as one (``cwm.dataset.union``), and the probe's fit-only roots."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+
+def _copy_all_train(src, dst):
+    """A copy of a dataset whose every task is a training task (a breadth root's split)."""
+    shutil.copytree(src, dst)
+    split = json.loads((dst / "split.json").read_text())
+    split["train_tasks"] = sorted(split["train_tasks"] + split["test_tasks"])
+    split["test_tasks"] = []
+    (dst / "split.json").write_text(json.dumps(split))
+    return dst
+
+
+def _extra_root(tmp_path, target):
+    """A root with one task of its own (fake records: the union only reads them) and a copy of
+    one task that is also in the tiny dataset."""
+    from cwm import workloads
+    from cwm.dataset.store import DatasetStore, register_task
+    from cwm.dataset.zoo_tasks import write_split
+
+    root = tmp_path / "extra"
+    store = DatasetStore(root)
+    own = register_task(store, "matmul_48", workloads.matmul(48), {"gen": 1})
+    store.append(own, [{"id": i, "task": own, "source": "random", "trace": "[[],[]]", "run_secs": [lat],
+                        "build_error": None, "run_error": None, "final_hash": 0}
+                       for i, lat in enumerate((1e-3, 2e-3))])  # empty traces: the unscheduled program
+    store.finish(own)
+    store.write_manifest({"target": target})
+    write_split(root, heldout=())
+    return root, own
+
+
+def test_union_reads_every_root_once(tiny_dataset, tmp_path):
+    from cwm.dataset.loader import DatasetLoader
+    from cwm.dataset.union import UnionLoader, open_datasets
+
+    tiny = DatasetLoader(tiny_dataset)
+    extra, own = _extra_root(tmp_path, {"kind": "llvm", "num-cores": 2, "mcpu": "znver4"})
+    dup = _copy_all_train(tiny_dataset, tmp_path / "dup")
+    union = open_datasets([tiny_dataset, extra, dup])
+    assert isinstance(union, UnionLoader)
+    assert isinstance(open_datasets(tiny_dataset), DatasetLoader)  # one root: the plain loader
+    assert union.task_keys() == sorted(set(tiny.task_keys()) | {own})
+    # the tiny dataset's test task stays a test task: the first root that has a key owns it
+    assert union.task_keys("test") == tiny.task_keys("test")
+    assert union.task_keys("train") == sorted(tiny.task_keys("train") + [own])
+    assert len(union.trajectories(own)) == 2 and union.store.get_task(own)["name"] == "matmul_48"
+    key = tiny.task_keys("train")[0]
+    assert [t.record for t in union.trajectories(key)] == [t.record for t in tiny.trajectories(key)]
+    manifest = union.store.manifest()
+    assert set(manifest["shards"]) == set(union.task_keys())
+    assert manifest["target"] == tiny.store.manifest()["target"] and len(manifest["targets"]) == 3
+    assert sum(1 for _ in union) == sum(len(union.trajectories(k)) for k in union.task_keys())
+
+
+def test_union_refuses_another_target_kind(tiny_dataset, tmp_path):
+    from cwm.dataset.store import DatasetError
+    from cwm.dataset.union import open_datasets
+
+    extra, _ = _extra_root(tmp_path, {"kind": "cuda", "arch": "sm_90"})
+    with pytest.raises(DatasetError, match="measured on target"):
+        open_datasets([tiny_dataset, extra])
+    with pytest.raises(DatasetError, match="no dataset root"):
+        open_datasets([])
+
+
+def test_probe_fit_only_root_joins_fitting_never_validation(tiny_dataset, tiny_model_dir, tmp_path):
+    from cwm.dataset.loader import DatasetLoader
+    from cwm.model.probe import run_probe
+
+    tiny = DatasetLoader(tiny_dataset)
+    breadth = _copy_all_train(tiny_dataset, tmp_path / "breadth")  # adds the tiny test task
+    cache = tmp_path / "cache"
+    names = ("zt_hat+stats", "stats")
+    quiet = dict(folds=2, cache_dir=cache, max_candidates=8, log=lambda *_: None, names=names)
+    plain = run_probe(tiny_dataset, tiny_model_dir, **quiet)
+    wide = run_probe(tiny_dataset, tiny_model_dir, fit_only_data=[breadth], **quiet)
+    assert plain["fit_only_tasks"] == 0 and wide["fit_only_tasks"] == len(tiny.task_keys("test")) == 1
+    assert wide["tasks"] == plain["tasks"] == len(tiny.task_keys("train"))  # the validated set is unchanged
+    assert set(wide["representations"]) == set(names)
+    for f in cache.glob("*.npz"):
+        with np.load(f) as arrays:
+            assert "et" not in arrays.files  # no representation read E(s_T): it was not computed
+    two = run_probe(tiny_dataset, tiny_model_dir, fold_seeds=[0, 1], ranker="model", **quiet)
+    assert two["fold_seeds"] == [0, 1] and len(two["per_fold_seed"]) == 2
+    assert two["ranker"]["config"] == "model" and two["ranker"]["pair_top_k"] is not None
+    for m in two["representations"].values():
+        assert 0.0 <= m["pairwise_acc"] <= 1.0
+
+
+def test_refit_ranker_on_extra_roots(tiny_dataset, tiny_model_dir, tmp_path):
+    """``tools/refit_ranker.py --extra-data``: the ranker is fitted on both roots' training tasks,
+    the check of ``--data`` against the model's training data still holds, the manifest says so."""
+    import importlib.util
+    from pathlib import Path
+
+    from cwm.dataset.loader import DatasetLoader
+
+    spec = importlib.util.spec_from_file_location(
+        "refit_ranker", Path(__file__).resolve().parents[1] / "tools" / "refit_ranker.py")
+    refit = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(refit)
+    model = tmp_path / "model"
+    shutil.copytree(tiny_model_dir, model)
+    breadth = _copy_all_train(tiny_dataset, tmp_path / "breadth")
+    extra, _ = _extra_root(tmp_path, {"kind": "llvm", "num-cores": 2})
+    args = [str(model), "--data", str(tiny_dataset), "--extra-data", str(breadth), "--extra-data", str(extra)]
+    assert refit.main(args) == 0
+    meta = json.loads((model / "manifest.json").read_text())
+    refit_meta = meta["ranker_refit"]
+    assert refit_meta["extra_data"] == [str(breadth), str(extra)]
+    # the extra root's own task joins; the tiny test task in the breadth copy does not: the first
+    # root's split decides, so a held-out task stays held out whatever another root says
+    assert refit_meta["ranker_training_data"]["train_shards"] == len(DatasetLoader(tiny_dataset).task_keys("train")) + 1
+    assert meta["training_data"] != refit_meta["ranker_training_data"]  # the model's own data hash is kept
+    with pytest.raises(SystemExit, match="not the training data"):
+        refit.main([str(model), "--data", str(breadth)])
