@@ -122,3 +122,18 @@ def test_refit_ranker_on_extra_roots(tiny_dataset, tiny_model_dir, tmp_path):
     assert meta["training_data"] != refit_meta["ranker_training_data"]  # the model's own data hash is kept
     with pytest.raises(SystemExit, match="not the training data"):
         refit.main([str(model), "--data", str(breadth)])
+
+
+def test_eval_baselines_train_on_extra_roots_test_on_the_first(tiny_dataset, tiny_model_dir, tmp_path):
+    """``cwm eval --extra-data``: every baseline trains on the extra root's tasks too; the test
+    tasks are the first root's, and a copy that calls them training tasks changes nothing."""
+    from cwm.model.evaluate import evaluate
+
+    extra, _ = _extra_root(tmp_path, {"kind": "llvm", "num-cores": 2})
+    breadth = _copy_all_train(tiny_dataset, tmp_path / "breadth")
+    plain = evaluate(tiny_dataset, tiny_model_dir, log=lambda *_: None)
+    wide = evaluate(tiny_dataset, tiny_model_dir, log=lambda *_: None, extra_roots=[breadth, extra])
+    assert wide["test_tasks"] == plain["test_tasks"] == 1
+    assert wide["train_tasks"] == plain["train_tasks"] + 1 and wide["extra_data"] == [str(breadth), str(extra)]
+    assert wide["models"]["cwm"] == {**plain["models"]["cwm"],  # the shipped ranker: trained on neither
+                                     "score_us_per_candidate": wide["models"]["cwm"]["score_us_per_candidate"]}

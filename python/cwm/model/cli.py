@@ -51,6 +51,9 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
                         help="directory of cached encoder states of the final programs (default "
                              "~/.cache/cwm/states; an interrupted run resumes from it)")
     parser.add_argument("--no-state-cache", action="store_true", help="encode every final program again")
+    parser.add_argument("--extra-data", action="append", default=[],
+                        help="another dataset root whose training tasks the baselines train on too (repeatable; "
+                             "use the roots the model was trained with)")
 
 
 def eval_main(argv) -> int:
@@ -72,7 +75,7 @@ def eval_main(argv) -> int:
     torch.set_num_threads(args.threads)
     model_dir = args.model or str(default_model_dir())
     cache = None if args.no_state_cache else (args.state_cache or DEFAULT_DIR)
-    result = evaluate(args.data, model_dir, seed=args.seed, state_cache=cache)
+    result = evaluate(args.data, model_dir, seed=args.seed, state_cache=cache, extra_roots=args.extra_data)
     result.update(machine=describe(), date=today(), model=model_dir, model_fingerprint=model_fingerprint(model_dir))
     os.makedirs(os.path.dirname(args.out) or ".", exist_ok=True)
     with open(args.out, "w") as f:

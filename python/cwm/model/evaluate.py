@@ -36,22 +36,27 @@ def _task_arrays(loader, keys, min_valid: int = 2):
     return out
 
 
-def evaluate(root, model_dir, seed: int = 0, log=print, state_cache=None) -> dict:
+def evaluate(root, model_dir, seed: int = 0, log=print, state_cache=None, extra_roots=()) -> dict:
     """All models' metrics on the test tasks. ``state_cache`` (a directory, or None for none)
-    keeps the encoder states of the final programs across runs (:mod:`cwm.model.state_cache`)."""
-    from cwm.dataset.loader import DatasetLoader
+    keeps the encoder states of the final programs across runs (:mod:`cwm.model.state_cache`).
+    ``extra_roots``: further dataset roots whose training tasks every baseline trains on too, as
+    a model trained with ``--extra-data`` did (:mod:`cwm.dataset.union`); the test tasks are
+    ``root``'s alone."""
+    from cwm.dataset.union import open_datasets
     from cwm.model.metrics import summarize
     from cwm.model.ranker import Ranker
     from cwm.model.fingerprint import encoder_fingerprint
     from cwm.model.state_cache import encoded_states
     from cwm.model.world_model import WorldModel
 
-    loader = DatasetLoader(root)
+    loader = open_datasets([root, *extra_roots])
     model = WorldModel.load(model_dir)
     fingerprint = encoder_fingerprint(model_dir)  # E(s) depends on the encoder alone
     target = loader.store.manifest().get("target") or {"kind": "llvm"}
     train = _task_arrays(loader, loader.task_keys("train"))
-    test = _task_arrays(loader, loader.task_keys("test"))
+    from cwm.dataset.loader import DatasetLoader
+
+    test = _task_arrays(loader, DatasetLoader(root).task_keys("test"))  # the held-out split is root's alone
     if not test:
         raise ValueError("no held-out test task has measured records yet")
     log(f"train tasks {len(train)}, test tasks {len(test)}, test candidates {sum(len(t['lat']) for t in test)}")
@@ -94,4 +99,5 @@ def evaluate(root, model_dir, seed: int = 0, log=print, state_cache=None) -> dic
 
     rng = np.random.default_rng(seed)
     run("random", lambda t: rng.random(len(t["lat"])))
-    return {"models": results, "test_tasks": len(test)}
+    return {"models": results, "test_tasks": len(test), "train_tasks": len(train),
+            "extra_data": [str(r) for r in extra_roots]}

@@ -130,11 +130,16 @@ def _to_torch(arrays, idx):
 
     kind, hashed, small, numbers, lengths = arrays
     t = max(int(lengths[idx].max()) if len(idx) else 0, 1)
-    return (torch.from_numpy(np.ascontiguousarray(kind[idx, :t])),
-            torch.from_numpy(np.ascontiguousarray(hashed[idx, :t])),
-            torch.from_numpy(np.ascontiguousarray(small[idx, :t])),
-            torch.from_numpy(np.ascontiguousarray(numbers[idx, :t])),
-            torch.from_numpy(lengths[idx]))
+
+    def steps(a):
+        """``a[idx, :t]``, padded with zeros (the padding kind) to ``t`` steps: a batch of empty
+        traces (the unscheduled program) still gives the recurrent encoder one step to read."""
+        rows = a[idx, :t]
+        if rows.shape[1] < t:
+            rows = np.concatenate([rows, np.zeros((rows.shape[0], t - rows.shape[1], *rows.shape[2:]), rows.dtype)], 1)
+        return torch.from_numpy(np.ascontiguousarray(rows))
+
+    return steps(kind), steps(hashed), steps(small), steps(numbers), torch.from_numpy(lengths[idx])
 
 
 def _pair_loss(scores, lat: np.ndarray, loss: str):
