@@ -23,7 +23,7 @@ def test_metrics_perfect_random_and_reversed():
     # weighted over tasks: (1*1 + 3*1) / (1*1 + 3*4)
     assert topk_score([(lat, perfect, 1.0), (lat, reverse, 3.0)], 1) == pytest.approx(4 / 13)
     s = summarize([(lat, perfect, 1.0)])
-    assert s == {"top1": 1.0, "top5": 1.0, "pairwise_acc": 1.0, "ndcg10": pytest.approx(1.0)}
+    assert s == {"top1": 1.0, "top5": 1.0, "top1_task_mean": 1.0, "pairwise_acc": 1.0, "ndcg10": pytest.approx(1.0)}
 
 
 def test_ranker_learns_a_ranking_and_round_trips(tmp_path):
@@ -77,3 +77,16 @@ def test_ranker_pair_truncation(tmp_path):
     del saved["pair_top_k"]
     (tmp_path / "ranker.json.config").write_text(json.dumps(saved))
     assert Ranker.load(str(tmp_path / "ranker.json")).cfg.pair_top_k == 32
+
+
+def test_top1_task_mean_gives_every_task_the_same_say():
+    """A slow task whose pick is 2x off and a fast task picked right: the latency-weighted top-1
+    follows the slow task (1000 : 1 in latency), the per-task mean is the plain mean of 0.5 and 1."""
+    from cwm.model.metrics import top1_task_mean
+
+    slow = (np.array([1.0, 2.0]), np.array([0.0, 1.0]), 1.0)  # picks the 2.0 s candidate
+    fast = (np.array([1e-3, 2e-3]), np.array([1.0, 0.0]), 1.0)  # picks the best
+    assert top1_task_mean([slow, fast]) == pytest.approx(0.75)
+    assert topk_score([slow, fast], 1) == pytest.approx(1.001 / 2.001)
+    failed = (np.array([1.0, np.inf, 4.0]), np.array([0.0, 1.0, 0.5]), 1.0)  # a failed pick: the slowest valid
+    assert top1_task_mean([failed]) == pytest.approx(0.25)

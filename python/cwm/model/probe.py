@@ -255,7 +255,8 @@ def _mean_of_runs(runs: list[dict]) -> dict:
             for name in runs[0]["representations"]}
     dec = {k: float(np.mean([r["store_decoder_std_mse"][k] for r in runs])) for k in runs[0]["store_decoder_std_mse"]}
     return {"representations": reps, "store_decoder_std_mse": dec,
-            "per_fold_seed": [{n: {"top1": v["top1"], "pairwise_acc": v["pairwise_acc"]}
+            "per_fold_seed": [{n: {"top1": v["top1"], "top1_task_mean": v["top1_task_mean"],
+                                   "pairwise_acc": v["pairwise_acc"]}
                                for n, v in r["representations"].items()} for r in runs]}
 
 
@@ -307,8 +308,8 @@ def main(argv) -> int:
                        fold_seeds=fold_seeds, ranker=args.ranker)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
-    print(f"{'representation':<18} {'top1':>6} {'pairwise':>9}")
+    print(f"{'representation':<18} {'top1':>6} {'top1/task':>9} {'pairwise':>9}")
     for name, m in result["representations"].items():
-        print(f"{name:<18} {m['top1']:6.3f} {m['pairwise_acc']:9.3f}")
+        print(f"{name:<18} {m['top1']:6.3f} {m['top1_task_mean']:9.3f} {m['pairwise_acc']:9.3f}")
     print(f"store decoder std-MSE: {result['store_decoder_std_mse']}; wrote {args.out}")
     return 0
