@@ -76,13 +76,16 @@ def test_probe_fit_only_root_joins_fitting_never_validation(tiny_dataset, tiny_m
     from cwm.model.probe import run_probe
 
     tiny = DatasetLoader(tiny_dataset)
-    breadth = _copy_all_train(tiny_dataset, tmp_path / "breadth")  # adds the tiny test task
+    breadth = _copy_all_train(tiny_dataset, tmp_path / "breadth")  # calls the tiny test task a training task
+    extra, own = _extra_root(tmp_path, {"kind": "llvm", "num-cores": 2})
     cache = tmp_path / "cache"
     names = ("zt_hat+stats", "stats")
     quiet = dict(folds=2, cache_dir=cache, max_candidates=8, log=lambda *_: None, names=names)
     plain = run_probe(tiny_dataset, tiny_model_dir, **quiet)
-    wide = run_probe(tiny_dataset, tiny_model_dir, fit_only_data=[breadth], **quiet)
-    assert plain["fit_only_tasks"] == 0 and wide["fit_only_tasks"] == len(tiny.task_keys("test")) == 1
+    wide = run_probe(tiny_dataset, tiny_model_dir, fit_only_data=[breadth, extra], **quiet)
+    # the extra root's own task joins; the held-out task of --data does not, whatever breadth says
+    assert plain["fit_only_tasks"] == 0 and wide["fit_only_tasks"] == 1 and len(tiny.task_keys("test")) == 1
+    assert not list(cache.glob(f"{tiny.task_keys('test')[0]}-*")) and list(cache.glob(f"{own}-*"))
     assert wide["tasks"] == plain["tasks"] == len(tiny.task_keys("train"))  # the validated set is unchanged
     assert set(wide["representations"]) == set(names)
     for f in cache.glob("*.npz"):
