@@ -30,7 +30,9 @@ BEAT_S = 30.0
 
 def count_records(tuning_dir: str) -> int:
     """Measured candidates in the JSON database of ``tuning_dir`` (complete lines only)."""
-    path = os.path.join(tuning_dir, "database_tuning_record.json")
+    from cwm.tuning.json_database import database_paths
+
+    path = database_paths(tuning_dir)[1]
     if not os.path.isfile(path):
         return 0
     with open(path, "rb") as f:
@@ -104,7 +106,7 @@ def tvm_pipeline_compile(net: str, method: str, *, trials: int, work_dir: str, s
     with TuningBeat(session, tuning_dir, done_before):
         tuned = pipeline(mod)
     tune_s = time.perf_counter() - tune_start
-    records = len(ms.database.JSONDatabase(work_dir=tuning_dir).get_all_tuning_records())
+    records = count_records(tuning_dir)  # as done_before was counted: no second load of the database
     session.finish(tune_s, records - done_before)
     executable = tvm.compile(tuned, target=target)
     params = transform_weights(executable, tuned, state.params) if state.params else {}

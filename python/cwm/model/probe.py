@@ -215,14 +215,14 @@ def run_probe(data, model_dir, folds: int = 5, seed: int = 0, cache_dir=None, ma
     cache_dir = Path(cache_dir or Path.home() / ".cache" / "cwm" / "probe")
     fingerprint = model_fingerprint(model_dir)
     start = time.perf_counter()
-    args = (model, cache_dir, fingerprint, max_candidates, seed, with_et, log)
-    tasks = _representations_of(loader, model, loader.task_keys("train")[:max_tasks], *args[1:], what="validated")
+    common = (cache_dir, fingerprint, max_candidates, seed, with_et, log)
+    tasks = _representations_of(loader, model, loader.task_keys("train")[:max_tasks], *common, what="validated")
     known = {t["key"] for t in tasks} | set(loader.task_keys("test"))  # a held-out task never joins a fit
     fit_only = []
     for root in fit_only_data:
         extra = DatasetLoader(root)
         keys = [k for k in extra.task_keys("train") if k not in known]  # a task in both roots counts once
-        fit_only += _representations_of(extra, model, keys, *args[1:], what=f"fit-only ({root})")
+        fit_only += _representations_of(extra, model, keys, *common, what=f"fit-only ({root})")
         known |= set(keys)
     if len(tasks) < folds:
         raise ValueError(f"{len(tasks)} training tasks with measured records: fewer than --folds {folds}")
