@@ -23,6 +23,8 @@ class JsonlCheckpoint:
 
     def __init__(self, path: str):
         self.path = path
+        #: the ``machine`` of every record that names one (:func:`check_host`)
+        self.hosts: set[str] = set()
         self._load()
 
     def _index(self, rec: dict) -> None:
@@ -42,7 +44,7 @@ class JsonlCheckpoint:
                 if i == len(lines) - 1:
                     break  # torn tail
                 raise ValueError(f"{self.path}: line {i + 1} is not JSON") from None
-            self._index(rec)
+            self._note(rec)
 
     def append(self, rec: dict) -> None:
         os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
@@ -56,7 +58,35 @@ class JsonlCheckpoint:
             f.write(json.dumps(rec, separators=(",", ":")).encode() + b"\n")
             f.flush()
             os.fsync(f.fileno())
+        self._note(rec)
+
+    def _note(self, rec: dict) -> None:
+        if rec.get("machine"):
+            self.hosts.add(rec["machine"])
         self._index(rec)
+
+
+def check_host(ckpt: JsonlCheckpoint, current: str, allow: bool = False) -> None:
+    """Refuse to add results of this machine (``current``) to a checkpoint measured on another.
+
+    Latencies of two hosts do not belong in one table (their ratios would mix CPUs), and a
+    tuning database is only valid on the CPU it was measured on. Records without a ``machine``
+    (older checkpoints) are not checked. ``allow``: go on, and say so.
+    """
+    other = sorted(ckpt.hosts - {current})
+    if not other:
+        return
+    message = (f"{ckpt.path} holds results measured on {other}; this machine is {current!r}. Results of two "
+               "hosts do not go in one table")
+    if not allow:
+        raise SystemExit(f"{message}: pass a new --out (and --work-root) for this host, or --allow-host-change")
+    print(f"WARNING: {message}; --allow-host-change: the report names every host", flush=True)
+
+
+def hosts_of(records) -> str | None:
+    """The ``machine`` of ``records`` for a report: the one host, or every host joined by " + "."""
+    hosts = sorted({r["machine"] for r in records if r.get("machine")})
+    return " + ".join(hosts) if hosts else None
 
 
 class Lock:

@@ -52,7 +52,7 @@ if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
 # re-exported: tests and older callers use these names from here
-from checkpoint import JsonlCheckpoint, Lock, write_json  # noqa: E402,F401
+from checkpoint import JsonlCheckpoint, Lock, check_host, write_json  # noqa: E402,F401
 from timing_workers import Worker, WorkerError, calibrate, interleaved, rotated, warm_up  # noqa: E402,F401
 from common import fmt_s, geomean, log, machine, today  # noqa: E402,F401  (bench/common.py, standard library only)
 from e2e_networks import (BASELINES, COMPILED, DEFAULT_METHODS, METHODS, NETWORKS, SMOKE_NETWORK,  # noqa: E402,F401
@@ -97,6 +97,8 @@ def parse_args(argv=None):
     p.add_argument("--report-only", action="store_true", help="no compiling or timing: report what exists")
     p.add_argument("--allow-model-change", action="store_true",
                    help="resume although the CWM model differs from the one of the checkpointed cwm compiles")
+    p.add_argument("--allow-host-change", action="store_true",
+                   help="resume although the checkpoint was measured on another machine (its tables then mix hosts)")
     p.add_argument("--smoke", action="store_true", help=f"network {SMOKE_NETWORK}, 2 trials per task, out "
                    "work_dirs/e2e_smoke/ (a few minutes)")
     args = p.parse_args(argv)
@@ -129,6 +131,8 @@ def main(argv=None, compile_fn=None, measure_fn=None, model=None) -> int:
         if model is None and "cwm" in args.method_list and not args.report_only:
             model = resolve_model(args)
         check_model_unchanged(ckpt, args, model)
+        if not args.report_only:
+            check_host(ckpt, machine(), args.allow_host_change)
         log(f"machine: {machine()}; loadavg {os.getloadavg()}; threads {args.threads}")
         log(f"networks {args.net_list}; methods {args.method_list}; {args.trials} trials per task; "
             f"checkpoint {ckpt_path}; work dirs {args.work_root}")

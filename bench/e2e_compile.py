@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import time
 
-from common import log, loadavg, now
+from common import log, loadavg, machine, now
 from e2e_checkpoint import Checkpoint, SessionLog, compile_id
 from e2e_networks import COMPILED, PACK_WEIGHTS, TASK_SCHEDULER, network_onnx
 
@@ -109,7 +109,7 @@ def run_compile(net, method, ckpt: Checkpoint, args, compile_fn, model) -> dict:
     rec = {"kind": "compile", "net": net, "method": method, "trials": args.trials, **out,
            "tuning_s": session.total_s(), "sessions": session.sessions,
            "model": model if uses_cwm else None,
-           "date": now(), "loadavg": loadavg()}
+           "date": now(), "loadavg": loadavg(), "machine": machine()}
     ckpt.append(rec)
     return rec
 

@@ -11,7 +11,7 @@ import os
 import statistics
 import time
 
-from common import log, loadavg, now
+from common import log, loadavg, machine, now
 from e2e_checkpoint import TIMING_PROTOCOL, Checkpoint, compile_id
 from e2e_networks import COMPILED, network_input, network_module, network_onnx
 from timing_workers import Worker, WorkerError, rotated
@@ -141,6 +141,6 @@ def run_measure(net, ckpt: Checkpoint, args, measure_fn) -> dict:
            "runs": args.runs, "warmup": args.warmup, "min_sample_ms": args.min_sample_ms, "gap_ms": args.gap_ms,
            "warmup_s": args.warmup_s, **body, "wall_s": round(time.perf_counter() - start, 3),
            "loadavg_before": loadavg(load),
-           "date": now(), "loadavg": loadavg()}
+           "date": now(), "loadavg": loadavg(), "machine": machine()}
     ckpt.append(rec)
     return rec

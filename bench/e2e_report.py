@@ -2,6 +2,7 @@
 checkpoint, the geomean speedups, the package versions, and a text summary for the log."""
 from __future__ import annotations
 
+from checkpoint import hosts_of
 from common import geomean, machine, today
 from e2e_checkpoint import TIMING_PROTOCOL, Checkpoint, compile_id
 from e2e_networks import BASELINES, COMPILED, METHODS
@@ -23,7 +24,7 @@ def geomean_speedups(networks: dict, baselines=BASELINES) -> tuple[dict, dict]:
 
 def summarize(ckpt: Checkpoint, args, partial: bool) -> dict:
     """The ``e2e.json`` payload (docs/e2e_benchmark.md lists every key)."""
-    nets = {}
+    nets, used = {}, []
     for net in args.net_list:
         meas = ckpt.measure_for(net, args.method_list, args.trials, args.runs)
         comp = {m: ckpt.compiles.get(compile_id(net, m, args.trials)) for m in COMPILED}
@@ -47,6 +48,9 @@ def summarize(ckpt: Checkpoint, args, partial: bool) -> dict:
         row["torch_compile_setup_s"] = ((meas or {}).get("setup_s") or {}).get("torch_compile")
         row["measured"] = meas is not None
         row["measured_at"] = (meas or {}).get("date")  # the timing of one network is one side-by-side run
+        row["machine"] = (meas or {}).get("machine")
+        used.append(meas or {})
+        used += [c for c in comp.values() if c]
         nets[net] = row
     extra = tuple(m for m in METHODS if m not in BASELINES and m != "cwm" and m in args.method_list)
     geo, count = geomean_speedups(nets, BASELINES + extra)  # + the packing ablation when it ran
@@ -67,7 +71,10 @@ def summarize(ckpt: Checkpoint, args, partial: bool) -> dict:
                       "max_rel_err": "max|y - y_torch_eager| / max|y_torch_eager|"},
             "model": model, "versions": versions(), "partial": partial, "smoke": bool(args.smoke),
             "missing": [net for net in args.net_list if net not in nets or not nets[net]["measured"]],
-            "machine": machine(), "date": today()}
+            # the host and day the results were measured on (a report may be written later, elsewhere)
+            "machine": hosts_of(used) or machine(),
+            "date": max((r["date"][:10] for r in used if r.get("kind") == "measure" and r.get("date")),
+                        default=today())}
 
 
 def versions() -> dict:

@@ -74,7 +74,8 @@ def search_table(r) -> list[str]:
     for name, value in geo.items():
         s = spread.get(name) or {}
         rng = f" (per seed {s['min']:.2f}–{s['max']:.2f})" if s.get("min") is not None else ""
-        parts.append(f"vs {name.removeprefix('cwm_vs_')} **{value:.2f}×**{rng}" if value else f"vs {name} n/a")
+        label = f"vs {name.removeprefix('cwm_vs_')}" if name.startswith("cwm_vs_") else name.replace("_vs_", " vs ")
+        parts.append(f"{label} **{value:.2f}×**{rng}" if value else f"{label} n/a")
     out = _head("Search on held-out tasks", "bench/search.py", r,
                 f"{len(r.get('tasks', {}))} test tasks × seeds {r.get('seeds')} × {r.get('trials')} trials; CWM model "
                 f"`{((r.get('model') or {}).get('prior_sha256') or '?')[:12]}`; each "

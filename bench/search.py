@@ -40,10 +40,11 @@ if HERE not in sys.path:
     sys.path.insert(0, HERE)
 
 # re-exported: tests and older callers use these names from here
-from checkpoint import JsonlCheckpoint, Lock, write_json  # noqa: E402,F401
+from checkpoint import JsonlCheckpoint, Lock, check_host, write_json  # noqa: E402,F401
 from common import fmt_s, geomean, log, machine, today  # noqa: E402,F401  (bench/common.py, standard library only)
 from search_plan import (BASELINES, COST_MODEL, METHODS, OP_CLASSES, Checkpoint, make_plan,  # noqa: E402,F401
-                         op_class, pick_round_robin, plan_runs, run_id, select_tasks, task_label)
+                         op_class, pick_round_robin, plan_runs, run_id, select_tasks, split_method,
+                         task_label, unknown_methods)
 from search_stats import best_so_far, mean_or_none, median_curve, speedups, trials_to_reach  # noqa: E402,F401
 from search_tuning import (DefaultTuner, check_model, estimate_s_per_trial, execute, model_info,  # noqa: E402,F401
                            run_record, training_data_hash)
@@ -59,7 +60,9 @@ def parse_args(argv=None):
     p.add_argument("--tasks", type=int, default=8, help="number of held-out test tasks (default 8)")
     p.add_argument("--trials", type=int, default=64)
     p.add_argument("--seeds", default="0,1,2", help="comma-separated (default 0,1,2)")
-    p.add_argument("--methods", default=",".join(METHODS), help=f"subset of {','.join(METHODS)}")
+    p.add_argument("--methods", default=",".join(METHODS), help=f"subset of {','.join(METHODS)}; "
+                   "<method>@<profile> searches with a named profile of cwm.tuning.settings.SEARCH_PROFILES, "
+                   "e.g. cwm@wide")
     p.add_argument("--sample-efficiency-tasks", type=int, default=3,
                    help="the first K chosen tasks also get the xgb-640 vs cwm run (default 3; 0: none)")
     p.add_argument("--xgb-long-trials", type=int, default=640)
@@ -78,6 +81,8 @@ def parse_args(argv=None):
     p.add_argument("--report-only", action="store_true", help="no tuning: re-measure and report what exists")
     p.add_argument("--allow-model-change", action="store_true",
                    help="resume although the CWM model files differ from those of the checkpointed runs")
+    p.add_argument("--allow-host-change", action="store_true",
+                   help="resume although the checkpoint's runs were measured on another machine")
     p.add_argument("--smoke", action="store_true", help="1 task, 8 trials, seed 0, all methods, sample "
                    "efficiency 16 vs 16 trials, out work_dirs/search_smoke/ (minutes)")
     args = p.parse_args(argv)
@@ -89,9 +94,12 @@ def parse_args(argv=None):
     args.work_root = args.work_root or os.path.join(ROOT, "work_dirs", "search_smoke" if args.smoke else "search")
     args.seed_list = [int(s) for s in args.seeds.split(",") if s.strip()]
     args.method_list = [m.strip() for m in args.methods.split(",") if m.strip()]
-    bad = set(args.method_list) - set(METHODS)
+    from cwm.tuning.settings import SEARCH_PROFILES
+
+    bad = unknown_methods(args.method_list, SEARCH_PROFILES)
     if bad or not args.seed_list:
-        p.error(f"unknown method(s) {sorted(bad)}; choose from {METHODS}" if bad else "no seeds")
+        p.error(f"unknown method(s) {bad}; choose from {METHODS}, each optionally with "
+                f"@<search profile> of {sorted(SEARCH_PROFILES)}" if bad else "no seeds")
     return args
 
 
@@ -111,8 +119,11 @@ def main(argv=None, tune_fn=None, remeasure_fn=None, select_fn=None, workload_fn
             from cwm.dataset.loader import DatasetLoader
 
             workload_fn = DatasetLoader(args.data).workload
-        if model is None and "cwm" in args.method_list and not args.report_only:
+        uses_cwm = any(split_method(m)[0] == "cwm" for m in args.method_list)
+        if model is None and uses_cwm and not args.report_only:
             model = check_model(args.model_dir)
+        if not args.report_only:
+            check_host(ckpt, machine(), args.allow_host_change)
         plan = make_plan(ckpt, args, select_fn or select_tasks, model)
         tasks = plan["tasks"][:args.tasks]
         names = {t["key"]: t["name"] for t in tasks}

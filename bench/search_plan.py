@@ -16,8 +16,27 @@ METHODS = ("cwm", "xgb", "xgb_pretrained", "random")
 #: the cost_model= of cwm.tune for each method
 COST_MODEL = {"cwm": "cwm", "xgb": "xgb", "xgb_pretrained": "xgb-pretrained", "random": "random"}
 BASELINES = ("xgb", "xgb_pretrained", "random")
+#: ``<method>@<profile>``: the method searching with a named profile of
+#: :data:`cwm.tuning.settings.SEARCH_PROFILES` (e.g. ``cwm@wide``, ``xgb_pretrained@wide``)
+PROFILE_SEP = "@"
 #: op classes in the order :func:`select_tasks` takes them round-robin
 OP_CLASSES = ("conv2d", "depthwise_conv2d", "matmul", "norm", "other")
+
+
+def split_method(method: str) -> tuple[str, str | None]:
+    """``("cwm", "wide")`` for ``cwm@wide``, ``("xgb", None)`` for ``xgb``."""
+    base, sep, profile = method.partition(PROFILE_SEP)
+    return base, (profile if sep else None)
+
+
+def unknown_methods(methods, profiles) -> list[str]:
+    """The names of ``methods`` that are neither a method nor ``<method>@<one of profiles>``."""
+    bad = []
+    for m in methods:
+        base, profile = split_method(m)
+        if base not in METHODS or (profile is not None and profile not in profiles):
+            bad.append(m)
+    return bad
 
 
 def op_class(name: str, script: str = "") -> str:

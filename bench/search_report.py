@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import math
 
+from checkpoint import hosts_of
 from common import machine, today
-from search_plan import METHODS, run_id, task_label
+from search_plan import METHODS, run_id, split_method, task_label
 from search_stats import mean_or_none, median_curve, speedups, trials_to_reach
 
 
@@ -65,7 +66,7 @@ def summarize(plan: dict, runs: dict, remeasured: dict, methods, seeds, trials, 
             "geomean_speedup": geo, "geomean_speedup_spread": spread, "sample_efficiency": sample_eff,
             "wall_per_trial_s": wall, "task_detail": detail, "partial": partial,
             "selection": plan.get("selection"), "model": plan.get("model"),
-            "machine": machine(), "date": today()}
+            "machine": hosts_of(runs.values()) or machine(), "date": today()}
 
 
 def plot_curves(report: dict, path: str) -> str | None:
@@ -77,6 +78,7 @@ def plot_curves(report: dict, path: str) -> str | None:
     import matplotlib.pyplot as plt
 
     colors = {m: f"C{i}" for i, m in enumerate(METHODS)}
+    colors.update({m: colors.get(split_method(m)[0]) for m in report["methods"]})
     panels = [(d["median_curve_us"], None, f"{label.split('/')[0]}") for label, d in report["task_detail"].items()]
     panels += [({"xgb": e["xgb_curve_us"] or [], "cwm": e["cwm_curve_us"] or []}, e["xgb_640_best_us"],
                 f"sample eff. (seed {e['seed']}): {label.split('/')[0]}")
@@ -91,7 +93,8 @@ def plot_curves(report: dict, path: str) -> str | None:
             pts = [(i + 1, y) for i, y in enumerate(curve) if y is not None]
             if pts:
                 label = m if target is None else f"{m} ({len(curve)} trials)"
-                ax.step([p[0] for p in pts], [p[1] for p in pts], where="post", label=label, color=colors.get(m))
+                ax.step([p[0] for p in pts], [p[1] for p in pts], where="post", label=label, color=colors.get(m),
+                        linestyle="--" if split_method(m)[1] else "-")
         if target is not None:
             ax.axhline(target, color=colors["xgb"], linestyle=":", linewidth=1)
         ax.set_title(title if len(title) < 48 else title[:45] + "...", fontsize=8)

@@ -1,13 +1,13 @@
 """The statistics of the search benchmark (bench/search.py): best-so-far curves, the trial at
 which a curve reaches a target, median curves, and the geomean speedups of CWM over the
-baselines with their spread over seeds."""
+baselines (and of each search profile over its plain method) with their spread over seeds."""
 from __future__ import annotations
 
 import math
 import statistics
 
 from common import geomean
-from search_plan import BASELINES, METHODS
+from search_plan import BASELINES, METHODS, split_method
 
 
 def mean_or_none(values) -> float | None:
@@ -45,8 +45,21 @@ def median_curve(curves) -> list:
     return out
 
 
+def comparisons(methods) -> list[tuple[str, str]]:
+    """The ``(subject, baseline)`` pairs :func:`speedups` reports: every CWM method (``cwm``,
+    ``cwm@<profile>``) against every baseline method (``xgb``, ``xgb_pretrained@wide``, ...), and
+    every ``<method>@<profile>`` against its plain ``<method>`` (what the profile alone buys)."""
+    def base(m):
+        return split_method(m)[0]
+
+    pairs = [(c, b) for c in methods if base(c) == "cwm" for b in methods if base(b) in BASELINES]
+    pairs += [(m, base(m)) for m in methods if split_method(m)[1] is not None and base(m) in methods]
+    return pairs
+
+
 def speedups(table: dict, seeds, methods=METHODS) -> tuple[dict, dict]:
-    """Geomean over tasks of ``baseline / cwm`` latency, and its spread over seeds.
+    """Geomean over tasks of ``baseline / subject`` latency, and its spread over seeds, for each
+    pair of :func:`comparisons`, named ``<subject>_vs_<baseline>`` (``cwm_vs_xgb``, ...).
 
     ``table[task][method]`` is a list of best latencies, one per seed (None = missing). Per task
     each method's latency is the mean over its seeds; a task enters a ratio when both methods
@@ -54,11 +67,11 @@ def speedups(table: dict, seeds, methods=METHODS) -> tuple[dict, dict]:
     have that seed), reported as ``per_seed``, ``min`` and ``max``.
     """
     geo, spread = {}, {}
-    for base in [m for m in BASELINES if m in methods]:
-        name = f"cwm_vs_{base}"
+    for subject, base in comparisons(methods):
+        name = f"{subject}_vs_{base}"
         ratios = []
         for row in table.values():
-            c, b = mean_or_none(row.get("cwm", [])), mean_or_none(row.get(base, []))
+            c, b = mean_or_none(row.get(subject, [])), mean_or_none(row.get(base, []))
             if c is not None and b is not None and c > 0:
                 ratios.append(b / c)
         geo[name] = geomean(ratios)
@@ -66,7 +79,7 @@ def speedups(table: dict, seeds, methods=METHODS) -> tuple[dict, dict]:
         for i, seed in enumerate(seeds):
             rs = []
             for row in table.values():
-                cs, bs = row.get("cwm", []), row.get(base, [])
+                cs, bs = row.get(subject, []), row.get(base, [])
                 c = cs[i] if i < len(cs) else None
                 b = bs[i] if i < len(bs) else None
                 if c is not None and b is not None and c > 0:

@@ -16,8 +16,8 @@ import time
 import traceback
 
 from checkpoint import write_json
-from common import fmt_s, loadavg, log, now
-from search_plan import COST_MODEL, Checkpoint, run_id
+from common import fmt_s, loadavg, log, machine, now
+from search_plan import COST_MODEL, Checkpoint, run_id, split_method
 from search_stats import best_so_far
 
 
@@ -30,7 +30,7 @@ def run_record(spec: dict, result, wall_s: float) -> dict:
     return {"kind": "run", **spec, "best_us": best, "best_trace": result.best_trace, "curve": best_so_far(lat),
             "n_records": n, "n_valid": sum(x is not None for x in lat), "timing": wall,
             "s_per_trial": (wall.get("total_s", wall_s) / n) if n else None, "wall_s": wall_s,
-            "date": now(), "loadavg": loadavg()}
+            "date": now(), "loadavg": loadavg(), "machine": machine()}
 
 
 def training_data_hash(data) -> dict:
@@ -50,7 +50,9 @@ def training_data_hash(data) -> dict:
 class DefaultTuner:
     """``tune_fn`` of :func:`execute`: :func:`cwm.tune` on the host target with the method's cost model.
 
-    ``xgb_pretrained`` uses a pre-trained XGBModel per seed, pinned as
+    A method ``<base>@<profile>`` tunes with ``base``'s cost model and the search knobs of the
+    named profile (:func:`cwm.tuning.settings.search_settings`); ``xgb_pretrained`` (with any
+    profile) uses a pre-trained XGBModel per seed, pinned as
     ``<work_root>/xgb_pretrained/seed<S>.tar`` on first use (built from ``data``'s training split,
     through cwm's cache), so that a resumed run uses the same model even if the dataset grew.
     """
@@ -85,13 +87,17 @@ class DefaultTuner:
 
     def __call__(self, workload, *, method, seed, trials, work_dir):
         import cwm
+        from cwm.tuning.settings import search_settings
 
+        base, profile = split_method(method)
         options = {}
-        if method == "cwm":
+        if base == "cwm":
             options["model_dir"] = self.model_dir
-        if method == "xgb_pretrained":
+        if base == "xgb_pretrained":
             options["pretrained_xgb"] = self.pretrained(seed)
-        return cwm.tune(workload, target="llvm", trials=trials, cost_model=COST_MODEL[method], work_dir=work_dir,
+        if profile is not None:
+            options["settings"] = search_settings(profile)
+        return cwm.tune(workload, target="llvm", trials=trials, cost_model=COST_MODEL[base], work_dir=work_dir,
                         seed=seed, dataset=self.data, **options)
 
 

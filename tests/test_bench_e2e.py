@@ -251,6 +251,36 @@ def test_methods_subset_and_max_jobs(e2e, tmp_path, no_onnx_export):
         e2e.parse_args(["--methods", "cwm,tflite"])
 
 
+def test_a_checkpoint_of_another_host_is_not_resumed(e2e, tmp_path, no_onnx_export, monkeypatch):
+    """Latencies of two CPUs do not go in one table: a run on another host stops with a clear
+    error (unless --allow-host-change), and a report written anywhere names the host it measured on."""
+    import sys
+
+    def on_host(name):  # every module that names the machine (the check, the compile and measure lines)
+        for module in (e2e, sys.modules["e2e_compile"], sys.modules["e2e_measure"]):
+            monkeypatch.setattr(module, "machine", lambda: name)
+
+    on_host("AMD EPYC, 2 cores")
+    assert _main(e2e, tmp_path, FakeCompile(), FakeMeasure(), "--networks", "resnet18") == 0
+    lines = [json.loads(x) for x in (tmp_path / "e2e_runs.jsonl").read_text().splitlines()]
+    assert {r["machine"] for r in lines} == {"AMD EPYC, 2 cores"}  # compile and measure lines
+    on_host("Intel Xeon, 2 cores")
+    comp, meas = FakeCompile(), FakeMeasure()
+    with pytest.raises(SystemExit, match="measured on .*AMD EPYC.*this machine is 'Intel Xeon"):
+        _main(e2e, tmp_path, comp, meas)
+    assert not comp.calls and not meas.calls
+    # the report, written on the Intel host, names the AMD host the results come from
+    assert _main(e2e, tmp_path, comp, meas, "--networks", "resnet18", "--report-only") == 0
+    r = json.loads((tmp_path / "e2e.json").read_text())
+    assert r["machine"] == "AMD EPYC, 2 cores" and r["networks"]["resnet18"]["machine"] == "AMD EPYC, 2 cores"
+    assert r["date"] == lines[-1]["date"][:10]
+    # allowed: gpt2 runs here, and the report names both hosts
+    assert _main(e2e, tmp_path, comp, meas, "--allow-host-change") == 0
+    assert comp.calls == [("gpt2", "cwm"), ("gpt2", "tvm_ms_xgb")]
+    r = json.loads((tmp_path / "e2e.json").read_text())
+    assert r["machine"] == "AMD EPYC, 2 cores + Intel Xeon, 2 cores"
+
+
 # ------------------------------------------------------------------ README renderer
 def test_e2e_table(report):
     r = {"networks": {"resnet18": {"cwm_ms": 5.0, "torch_eager_ms": 10.0, "torch_compile_ms": None,
@@ -306,3 +336,36 @@ def test_ablation_methods_are_opt_in_and_reported(e2e, tmp_path, no_onnx_export)
     row = r["networks"]["resnet18"]
     assert row["weights_packed"] == {"cwm": 2, "cwm_unpacked": 0, "cwm_gradient": 2}
     assert row["budget_total"]["cwm"] == 12 and set(row["tuning_s_by_method"]) == {"cwm", "cwm_unpacked", "cwm_gradient"}
+
+
+def test_stash_carries_tuning_to_a_later_session_on_the_same_host(tmp_path, monkeypatch):
+    """bench/e2e_stash.py: the databases and tuning sessions travel, artifacts do not, and a
+    stash is only restored on the machine that measured it, never over an existing file."""
+    stash_mod = _load("bench_e2e_stash", "e2e_stash.py")
+    root = tmp_path / "wd"
+    files = {"resnet50/cwm/t256/tuning/database_tuning_record.json": "r1\nr2\n",
+             "resnet50/cwm/t256/tuning/database_workload.json": "w1\n",
+             "resnet50/cwm/t256/tuning_sessions.json": '{"sessions": []}',
+             "shared_tuning/cwm-t256/0123abcd/database_tuning_record.json": "s1\n",
+             "shared_tuning/cwm-t256/0123abcd/target.json": "{}",
+             "resnet50/cwm/t256/artifact/model.so": "binary",
+             "resnet50/cwm/t256/tuning/logs/task.log": "log"}
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    monkeypatch.setattr(stash_mod, "machine", lambda: "AMD EPYC, 2 cores")
+    tar = tmp_path / "stash.tar.gz"
+    meta = stash_mod.save(str(root), str(tar))
+    assert meta["files"] == sorted(k for k in files if "artifact" not in k and "logs" not in k)
+    new_root = tmp_path / "later"
+    (new_root / "resnet50/cwm/t256").mkdir(parents=True)
+    (new_root / "resnet50/cwm/t256/tuning_sessions.json").write_text("newer")
+    monkeypatch.setattr(stash_mod, "machine", lambda: "Intel Xeon, 2 cores")
+    with pytest.raises(SystemExit, match="tuned on 'AMD EPYC"):
+        stash_mod.restore(str(new_root), str(tar))
+    monkeypatch.setattr(stash_mod, "machine", lambda: "AMD EPYC, 2 cores")
+    written = stash_mod.restore(str(new_root), str(tar))
+    assert sorted(written) == sorted(set(meta["files"]) - {"resnet50/cwm/t256/tuning_sessions.json"})
+    assert (new_root / "resnet50/cwm/t256/tuning_sessions.json").read_text() == "newer"  # kept
+    assert (new_root / "resnet50/cwm/t256/tuning/database_tuning_record.json").read_text() == "r1\nr2\n"
+    assert not (new_root / "resnet50/cwm/t256/artifact").exists()

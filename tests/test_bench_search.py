@@ -213,3 +213,45 @@ def test_report_renderer(search, tmp_path):
     spec.loader.exec_module(report)
     text = "\n".join(report.search_table(json.loads((tmp_path / "search.json").read_text())))
     assert "fused_conv2d_a" in text and "1.50" in text and "sample efficiency" in text.lower()
+
+
+# ------------------------------------------------------------------ search profiles (issue #12, deliverable 6)
+def test_profiled_methods_are_compared_to_baselines_and_to_their_plain_method(search):
+    methods = ("cwm", "cwm@wide", "xgb_pretrained", "xgb_pretrained@wide")
+    assert search.split_method("cwm@wide") == ("cwm", "wide") and search.split_method("xgb") == ("xgb", None)
+    assert search.unknown_methods(["cwm@wide", "xgb", "cwm@nope", "foo@wide"], {"wide": {}}) == ["cwm@nope", "foo@wide"]
+    table = {"a": {"cwm": [10.0], "cwm@wide": [5.0], "xgb_pretrained": [20.0], "xgb_pretrained@wide": [10.0]}}
+    geo, _ = search.speedups(table, [0], methods=methods)
+    assert geo == {"cwm_vs_xgb_pretrained": pytest.approx(2.0), "cwm_vs_xgb_pretrained@wide": pytest.approx(1.0),
+                   "cwm@wide_vs_xgb_pretrained": pytest.approx(4.0),
+                   "cwm@wide_vs_xgb_pretrained@wide": pytest.approx(2.0),
+                   "cwm@wide_vs_cwm": pytest.approx(2.0), "xgb_pretrained@wide_vs_xgb_pretrained": pytest.approx(2.0)}
+
+
+def test_parse_args_takes_profiles_and_rejects_unknown_ones(search, capsys):
+    args = search.parse_args(["--methods", "cwm,cwm@wide,xgb_pretrained@wide"])
+    assert args.method_list == ["cwm", "cwm@wide", "xgb_pretrained@wide"]
+    with pytest.raises(SystemExit):
+        search.parse_args(["--methods", "cwm@nope"])
+    assert "search profile" in capsys.readouterr().err
+
+
+def test_default_tuner_passes_the_profile_settings(search, monkeypatch):
+    import cwm
+    from cwm.tuning.settings import FastSettings, search_settings
+
+    calls = []
+    monkeypatch.setattr(cwm, "tune", lambda workload, **kw: calls.append(kw))
+    tuner = search.DefaultTuner("model", "data", "wd")
+    tuner("w", method="cwm@wide", seed=0, trials=8, work_dir="x")
+    tuner("w", method="cwm", seed=0, trials=8, work_dir="x")
+    assert calls[0]["cost_model"] == "cwm" and calls[0]["model_dir"] == "model"
+    wide = calls[0]["settings"]
+    assert (wide.population_size, wide.genetic_num_iters, wide.init_min_unmeasured) == (512, 4, 50)
+    # only the search knobs change: measurement and builder stay FastSettings'
+    assert (wide.num_trials_per_iter, wide.min_repeat_ms) == (FastSettings().num_trials_per_iter,
+                                                               FastSettings().min_repeat_ms)
+    assert "settings" not in calls[1]
+    assert search_settings("fast") == FastSettings()
+    with pytest.raises(ValueError, match="unknown search profile"):
+        search_settings("nope")

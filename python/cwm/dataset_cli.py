@@ -32,6 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     c.add_argument("--tasks", default="", help="comma-separated task keys (default: all registered)")
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--no-progress", action="store_true")
+    c.add_argument("--allow-host-change", action="store_true",
+                   help="extend a dataset measured on another CPU model (its tasks' latencies then mix CPUs)")
     s = sub.add_parser("stats", help="counts of the dataset")
     s.add_argument("--root", default=DEFAULT_ROOT)
     s.add_argument("--json", action="store_true")
@@ -64,7 +66,7 @@ def _collect(args) -> int:
     store = DatasetStore(args.root)
     keys = [k for k in args.tasks.split(",") if k] or store.task_keys()
     cfg = CollectConfig(trials=args.trials, random_samples=args.random, seed=args.seed)
-    out = collect(store, keys, cfg=cfg, progress=not args.no_progress)
+    out = collect(store, keys, cfg=cfg, progress=not args.no_progress, allow_host_change=args.allow_host_change)
     for key, err in out["failures"].items():
         print(f"task {key} could not be collected: {err}", file=sys.stderr)
     print(f"{out['manifest']['finished_tasks']} tasks finished, {out['manifest']['records']} records")

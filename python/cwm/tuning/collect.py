@@ -143,16 +143,35 @@ def collect_task(store: DatasetStore, key: str, target, cfg: CollectConfig, buil
     return new
 
 
+def check_collection_host(manifest: dict, current: str, allow: bool = False) -> list[str]:
+    """The CPU models the dataset's records come from once this machine (``current``) adds its own.
+
+    A dataset whose manifest names another CPU model is not extended here unless ``allow``:
+    within one task, latencies of two CPUs would be ranked against each other.
+    """
+    seen = list(manifest.get("cpu_models") or ([manifest["cpu_model"]] if manifest.get("cpu_model") else []))
+    if seen and current not in seen and not allow:
+        from cwm.dataset.store import DatasetError
+
+        raise DatasetError(f"this dataset was measured on {seen}; this machine is {current!r}. Collect into a "
+                           "new --root here, or pass --allow-host-change to mix CPUs in one dataset")
+    return seen + ([current] if current not in seen else [])
+
+
 def collect(store: DatasetStore, keys: list[str], target=None, cfg: CollectConfig = CollectConfig(),
-            progress: bool = True, manifest_extra: dict | None = None, runner=None) -> dict:
+            progress: bool = True, manifest_extra: dict | None = None, runner=None,
+            allow_host_change: bool = False) -> dict:
     """Collect every task in ``keys`` not finished yet; writes shards and the manifest.
 
     ``runner``: any MetaSchedule ``Runner`` (default: a crash-safe ``PooledRunner``); e.g. an
-    ``ms.runner.RPCRunner`` to measure on the devices of a TVM RPC tracker.
+    ``ms.runner.RPCRunner`` to measure on the devices of a TVM RPC tracker. A dataset measured on
+    another CPU model is not extended unless ``allow_host_change`` (:func:`check_collection_host`).
     """
     from cwm.tuning.pooled_builder import PooledBuilder
     from cwm.target_spec import host_target
 
+    cpu_models = check_collection_host(store.manifest(), _cpu_model(), allow_host_change)
+    manifest_extra = {**(manifest_extra or {}), "cpu_models": cpu_models}
     target = target or host_target()
     todo = [k for k in keys if not store.is_finished(k)]
     per_task = cfg.trials + cfg.random_samples
