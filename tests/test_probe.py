@@ -14,6 +14,21 @@ def test_task_folds_partition_the_tasks():
     assert folds == task_folds(keys, 3, seed=0)  # seeded
 
 
+def test_network_folds_leave_each_network_out():
+    """A task of two networks is validated in both of their folds; a task of no network never."""
+    from cwm.model.probe import folds_of, network_folds
+
+    nets = {"a": ["resnet18"], "b": ["resnet18", "resnet50"], "c": ["gpt2"], "d": []}
+    assert network_folds(nets) == [("gpt2", ["c"]), ("resnet18", ["a", "b"]), ("resnet50", ["b"])]
+    tasks = [{"key": k, "networks": v} for k, v in nets.items()]
+    assert [n for n, _ in folds_of(tasks, "network", 5, 0)] == ["gpt2", "resnet18", "resnet50"]
+    assert sorted(k for _, f in folds_of(tasks, "task", 2, 0) for k in f) == ["a", "b", "c", "d"]
+    import pytest
+
+    with pytest.raises(ValueError, match="at least 2 networks"):
+        folds_of([{"key": "a", "networks": ["x"]}, {"key": "b", "networks": []}], "network", 5, 0)
+
+
 def test_store_decoder_recovers_a_linear_map():
     """A decoder fitted on tasks whose per-store features are a linear function of the rollout
     predicts a new task's features with small error (and 1.0 would mean predicting the mean)."""
@@ -66,6 +81,31 @@ def test_probe_on_the_tiny_dataset(tiny_dataset, tiny_model_dir, tmp_path):
     assert len(list(cache.glob("*.npz"))) == len(train_keys)  # only training tasks are probed
     again = run_probe(tiny_dataset, tiny_model_dir, folds=2, cache_dir=cache, max_candidates=8, log=lambda *_: None)
     assert again["representations"] == res["representations"]  # read back from the cache, same result
+    import pytest
+
+    with pytest.raises(ValueError, match="at least 2 networks"):  # every training task is of one network
+        run_probe(tiny_dataset, tiny_model_dir, cache_dir=cache, max_candidates=8, log=lambda *_: None,
+                  names=("stats",), group_by="network")
+
+
+def test_network_grouped_cv_reports_every_fold():
+    """Leave-one-network-out on synthetic tasks whose latency is a function of one stat: every
+    network's fold is scored, and a ranker that can read the stat ranks well in each."""
+    from cwm.model.probe import cross_validate
+    from cwm.model.ranker import RankerConfig
+
+    rng = np.random.default_rng(0)
+    tasks = []
+    for i in range(9):
+        stats = rng.normal(size=(20, 3)).astype(np.float32)
+        tasks.append({"key": f"t{i}", "networks": [("n0", "n1", "n2")[i % 3]], "weight": 1.0,
+                      "z0": np.zeros(2, np.float32), "zt_hat": np.zeros((20, 2), np.float32), "stats": stats,
+                      "store": stats.astype(np.float64), "lat": np.exp(stats[:, 0]).astype(np.float64)})
+    res = cross_validate(tasks, 5, 0, RankerConfig(n_estimators=20, max_depth=3, seed=0), log=lambda *_: None,
+                         names=("stats",), group_by="network")
+    assert res["fold_names"] == ["n0", "n1", "n2"]
+    assert [(r["fold"], r["tasks"]) for r in res["per_fold"]] == [("n0", 3), ("n1", 3), ("n2", 3)]
+    assert all(r["pairwise_acc"] > 0.8 for r in res["per_fold"])  # latency is monotone in stat 0: near 1.0
 
 
 def test_fingerprint_covers_the_weights_not_the_ranker(tmp_path):

@@ -17,6 +17,11 @@ report). Representations (:mod:`cwm.model.probe_features`):
 and each of the first five with ``+stats``. ``store`` and ``et`` replay the candidate: they
 are baselines, never CWM's scoring path (DESIGN.md §5).
 
+``--group-by network`` leaves one network out instead of dealing tasks into seeded folds: the
+held-out tasks come from networks that gave no training task, and task-grouped folds keep a
+validated task's siblings of the same network (ResNet-18's other convolutions) in the fitting
+set, so they flatter every representation that recognises a network.
+
 ``--fit-only-data ROOT`` (repeatable) adds the training tasks of other dataset roots (e.g. the
 generated workloads of ``cwm dataset tasks --from-corpus``) to *every* fold's fitting set and
 to no validation fold: the metrics stay those of ``--data``'s training tasks, so a run with and
@@ -42,11 +47,38 @@ REPRESENTATIONS = BASE + tuple(f"{r}+stats" for r in BASE) + ("stats",)
 RIDGE = 1.0  # decoder regularization on standardized inputs (a probe, not a tuned model)
 
 
+GROUPINGS = ("task", "network")
+
+
 def task_folds(keys: list[str], folds: int, seed: int) -> list[list[str]]:
     """Tasks dealt into ``folds`` groups after a seeded shuffle (every task in exactly one)."""
     order = list(keys)
     np.random.default_rng(seed).shuffle(order)
     return [order[i::folds] for i in range(folds)]
+
+
+def network_folds(networks_of: dict[str, list[str]]) -> list[tuple[str, list[str]]]:
+    """Leave one network out: for every network (sorted), the tasks that occur in it.
+
+    This mirrors the held-out split, whose tasks come from networks that no training task was
+    extracted from; task-grouped folds leave a ResNet-18 convolution's sibling shapes of ResNet-50
+    in the fitting set. A task of several networks is validated in each of their folds and
+    fitted in none of them; a task with no network is never validated."""
+    names = sorted({n for nets in networks_of.values() for n in nets})
+    return [(n, sorted(k for k, nets in networks_of.items() if n in nets)) for n in names]
+
+
+def folds_of(tasks: list[dict], group_by: str, folds: int, seed: int) -> list[tuple[str, list[str]]]:
+    """``(name, validation keys)`` of every fold, grouped by ``"task"`` or ``"network"``."""
+    if group_by == "task":
+        return [(str(i), f) for i, f in enumerate(task_folds(sorted(t["key"] for t in tasks), folds, seed))]
+    if group_by == "network":
+        out = [(n, keys) for n, keys in network_folds({t["key"]: list(t.get("networks", ())) for t in tasks})
+               if len(keys) < len(tasks)]  # a network holding every task would leave nothing to fit
+        if len(out) < 2:
+            raise ValueError(f"network-grouped CV needs tasks of at least 2 networks; got {[n for n, _ in out]}")
+        return out
+    raise ValueError(f"group_by must be one of {GROUPINGS}, not {group_by!r}")
 
 
 class StoreDecoder:
@@ -150,16 +182,20 @@ def representation(name: str, task: dict, decoder: StoreDecoder | None) -> np.nd
 
 
 def cross_validate(tasks: list[dict], folds: int, seed: int, ranker_cfg, log=print,
-                   names=REPRESENTATIONS, fit_only: list[dict] = ()) -> dict:
-    """Task-grouped CV of the ``names`` representations; metrics pooled over the held-out folds.
-    ``fit_only`` tasks join every fold's fitting set and are never validated on."""
+                   names=REPRESENTATIONS, fit_only: list[dict] = (), group_by: str = "task") -> dict:
+    """Grouped CV of the ``names`` representations; metrics pooled over the validation folds.
+    ``group_by``: ``"task"`` (``folds`` seeded groups of tasks) or ``"network"`` (leave one
+    network out, :func:`network_folds`; ``folds`` and ``seed`` then do not matter). ``fit_only``
+    tasks join every fold's fitting set and are never validated on."""
     from cwm.model.metrics import summarize
     from cwm.model.ranker import Ranker
 
     by_key = {t["key"]: t for t in tasks}
     scored = {name: [] for name in names}
     decoder_err = {"fit": [], "heldout": [], "fit_within_task": [], "heldout_within_task": []}
-    for f, val_keys in enumerate(task_folds(sorted(by_key), folds, seed)):
+    plan = folds_of(tasks, group_by, folds, seed)
+    per_fold = []
+    for f, (fold_name, val_keys) in enumerate(plan):
         val = [by_key[k] for k in val_keys]
         fit = [t for k, t in by_key.items() if k not in set(val_keys)] + list(fit_only)
         decoder = StoreDecoder().fit(fit)
@@ -172,12 +208,18 @@ def cross_validate(tasks: list[dict], folds: int, seed: int, ranker_cfg, log=pri
                 np.concatenate([representation(name, t, decoder) for t in fit]),
                 np.concatenate([t["lat"] for t in fit]),
                 np.concatenate([np.full(len(t["lat"]), i) for i, t in enumerate(fit)]))
-            for t in val:
-                scored[name].append((t["lat"], ranker.predict(representation(name, t, decoder)), t["weight"]))
-        log(f"fold {f + 1}/{folds}: decoder error fit {decoder_err['fit'][-1]:.3f}, "
-            f"held-out {decoder_err['heldout'][-1]:.3f}")
-    return {"representations": {name: summarize(rows) for name, rows in scored.items()},
-            "store_decoder_std_mse": {k: float(np.mean(v)) for k, v in decoder_err.items()}}
+            rows = [(t["lat"], ranker.predict(representation(name, t, decoder)), t["weight"]) for t in val]
+            scored[name] += rows
+            if group_by == "network":
+                per_fold.append({"fold": fold_name, "representation": name, "tasks": len(val),
+                                 **{m: v for m, v in summarize(rows).items() if isinstance(v, (int, float))}})
+        log(f"fold {f + 1}/{len(plan)} ({fold_name}, {len(val)} tasks): decoder error fit "
+            f"{decoder_err['fit'][-1]:.3f}, held-out {decoder_err['heldout'][-1]:.3f}")
+    out = {"group_by": group_by, "fold_names": [n for n, _ in plan], "representations": {name: summarize(rows) for name, rows in scored.items()},
+           "store_decoder_std_mse": {k: float(np.mean(v)) for k, v in decoder_err.items()}}
+    if per_fold:
+        out["per_fold"] = per_fold
+    return out
 
 
 def _representations_of(loader, model, keys, cache_dir, fingerprint, max_candidates, seed, with_et, log,
@@ -191,7 +233,8 @@ def _representations_of(loader, model, keys, cache_dir, fingerprint, max_candida
                                       with_et)
         if arrays is not None:
             meta = loader.store.get_task(key)
-            tasks.append({"key": key, **arrays, "weight": float(sum(meta.get("networks", {}).values()) or 1.0)})
+            tasks.append({"key": key, **arrays, "weight": float(sum(meta.get("networks", {}).values()) or 1.0),
+                          "networks": sorted(meta.get("networks", {}))})
         if (i + 1) % 10 == 0:
             log(f"{what} representations: {i + 1}/{len(keys)} tasks ({time.perf_counter() - start:.0f} s)")
     return tasks
@@ -199,7 +242,7 @@ def _representations_of(loader, model, keys, cache_dir, fingerprint, max_candida
 
 def run_probe(data, model_dir, folds: int = 5, seed: int = 0, cache_dir=None, max_tasks=None,
               max_candidates: int | None = 64, log=print, fit_only_data=(), names=REPRESENTATIONS,
-              fold_seeds=None, ranker: str = "probe") -> dict:
+              fold_seeds=None, ranker: str = "probe", group_by: str = "task") -> dict:
     """``ranker``: ``"probe"`` (100 trees, depth 6: a small, fixed ranker) or ``"model"`` (the
     model's own saved ranker config: what ``cwm train`` would fit)."""
     from cwm.dataset.loader import DatasetLoader
@@ -224,7 +267,9 @@ def run_probe(data, model_dir, folds: int = 5, seed: int = 0, cache_dir=None, ma
         keys = [k for k in extra.task_keys("train") if k not in known]  # a task in both roots counts once
         fit_only += _representations_of(extra, model, keys, *common, what=f"fit-only ({root})")
         known |= set(keys)
-    if len(tasks) < folds:
+    if group_by == "network":
+        fold_seeds = [seed]  # leave-one-network-out has no seed: one run
+    if group_by == "task" and len(tasks) < folds:
         raise ValueError(f"{len(tasks)} training tasks with measured records: fewer than --folds {folds}")
     if ranker == "model":
         import dataclasses
@@ -235,11 +280,12 @@ def run_probe(data, model_dir, folds: int = 5, seed: int = 0, cache_dir=None, ma
     else:
         raise ValueError(f"ranker must be 'probe' or 'model', not {ranker!r}")
     fold_seeds = list(fold_seeds) if fold_seeds else [seed]
-    runs = [cross_validate(tasks, folds, s, ranker_cfg, log, names, fit_only) for s in fold_seeds]
+    runs = [cross_validate(tasks, folds, s, ranker_cfg, log, names, fit_only, group_by) for s in fold_seeds]
     result = runs[0] if len(runs) == 1 else _mean_of_runs(runs)
     return {"benchmark": "probe", "date": time.strftime("%Y-%m-%d"), "host": platform.processor() or platform.machine(),
             "cpu": _cpu_name(), "model_dir": str(model_dir), "model_fingerprint": fingerprint, "split": "train",
-            "folds": folds, "seed": seed, "fold_seeds": fold_seeds, "max_candidates_per_task": max_candidates,
+            "group_by": group_by, "folds": folds if group_by == "task" else result["fold_names"], "seed": seed,
+            "fold_seeds": fold_seeds, "max_candidates_per_task": max_candidates,
             "tasks": len(tasks), "candidates": int(sum(len(t["lat"]) for t in tasks)),
             "fit_only_data": [str(r) for r in fit_only_data], "fit_only_tasks": len(fit_only),
             "fit_only_candidates": int(sum(len(t["lat"]) for t in fit_only)),
@@ -285,6 +331,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="comma-separated subset of: " + ", ".join(REPRESENTATIONS))
     p.add_argument("--fold-seeds", default=None,
                    help="comma-separated fold seeds; metrics are averaged over them (default: --seed)")
+    p.add_argument("--group-by", choices=GROUPINGS, default="task",
+                   help="task: --folds seeded groups of tasks; network: leave one network out (mirrors the held-out "
+                        "split: its networks gave no training task)")
     p.add_argument("--ranker", choices=("probe", "model"), default="probe",
                    help="probe: a small fixed ranker (100 trees); model: the model's own ranker config")
     p.add_argument("--out", default="bench/results/probe.json")
@@ -305,7 +354,7 @@ def main(argv) -> int:
     fold_seeds = [int(x) for x in args.fold_seeds.split(",")] if args.fold_seeds else None
     result = run_probe(args.data, args.model_dir or default_model_dir(), args.folds, args.seed, args.cache_dir,
                        args.max_tasks, args.max_candidates or None, fit_only_data=args.fit_only_data, names=names,
-                       fold_seeds=fold_seeds, ranker=args.ranker)
+                       fold_seeds=fold_seeds, ranker=args.ranker, group_by=args.group_by)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
     print(f"{'representation':<18} {'top1':>6} {'top1/task':>9} {'pairwise':>9}")
