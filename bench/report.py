@@ -257,6 +257,45 @@ def probe_table(r) -> list[str]:
     return out + [""]
 
 
+#: the probe runs compared in one table: (file, grouping, fitted on)
+PROBE_CV_RUNS = ((("probe_breadth_zoo_only.json",), "task-grouped, 5 folds × 3 seeds", "zoo"),
+                 (("probe_breadth_with_breadth.json",), "task-grouped, 5 folds × 3 seeds", "zoo + breadth"),
+                 (("probe_network.json", "probe_network_store.json"), "leave one network out", "zoo"),
+                 (("probe_network_breadth.json", "probe_network_store_breadth.json"), "leave one network out",
+                  "zoo + breadth"))
+PROBE_CV_ROWS = (("zt_hat+stats", "CWM `[ẑ_T - z_0, S]`"), ("z0+stats", "no transition `[z_0, S]`"),
+                 ("stats", "`S` alone (action stats, trace structure, hardware)"),
+                 ("store_pred+stats", "per-store features decoded from the rollout (ridge) + `S`"),
+                 ("store+stats", "snapshot: per-store features of the real final program + `S` (a replay; baseline)"))
+
+
+def _merged(names) -> dict | None:
+    """The representations of several probe runs of one configuration, as one run."""
+    runs = [r for r in map(_load, names) if r]
+    if not runs:
+        return None
+    return {**runs[0], "representations": {k: v for r in runs for k, v in r["representations"].items()}}
+
+
+def probe_cv_table(_r) -> list[str]:
+    """``cwm probe --ranker model``: the two CV groupings, with and without the breadth tasks."""
+    runs = [(g, f, _merged(names)) for names, g, f in PROBE_CV_RUNS]
+    runs = [(g, f, r) for g, f, r in runs if r]
+    first = runs[0][2]
+    out = [f"**Ranker inputs under two CV groupings** (`cwm probe --ranker model`, the shipped ranker config, on the "
+           f"{first['tasks']} *training* tasks of `data/dataset`; breadth = the measured generated workloads of "
+           f"`data/dataset_breadth`, fitted on, never validated; {first.get('cpu')}; "
+           f"{', '.join(sorted({r['date'] for _, _, r in runs}))}). top-1 / per-task top-1 / pairwise", "",
+           "| ranker input | " + " | ".join(f"{g}, {f}" for g, f, _ in runs) + " |", "|---|" + "---|" * len(runs)]
+    for key, label in PROBE_CV_ROWS:
+        cells = []
+        for _, _, r in runs:
+            x = r["representations"].get(key)
+            cells.append(f"{x['top1']:.3f} / {x['top1_task_mean']:.3f} / {x['pairwise_acc']:.3f}" if x else "–")
+        out.append(f"| {label} | " + " | ".join(cells) + " |")
+    return out + [""]
+
+
 def corpus_breadth_table(r) -> list[str]:
     """``bench/corpus_breadth.py``: decoder error on unseen generated workloads vs training breadth."""
     out = [f"**Breadth** (`bench/corpus_breadth.py`; ridge decoder from the rollout to the final state's per-store "
@@ -316,7 +355,7 @@ def captioned(render, caption: str):
 
 
 #: result file -> renderer, in README order
-TABLES = (("ranking.json", ranking_table), ("probe.json", probe_table), ("corpus_breadth.json", corpus_breadth_table),
+TABLES = (("ranking.json", ranking_table), ("probe_network.json", probe_cv_table), ("probe.json", probe_table), ("corpus_breadth.json", corpus_breadth_table),
           ("transition_corpus.json", transition_corpus_table),
           ("search_v4.json", search_table),  # model v4's cwm runs; the baselines' runs are those of search.json
           ("search.json", search_table),
