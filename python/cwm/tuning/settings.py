@@ -139,16 +139,6 @@ def _check_cuda_compiler() -> None:
                               "on PATH) or NVRTC (the cuda-bindings package)")
 
 
-#: named search profiles: ``EvolutionarySearch`` knobs laid over :class:`FastSettings` (measurement,
-#: builder and runner stay as they are). ``wide`` is MetaSchedule's own search breadth
-#: (``EvolutionarySearch()``'s population and genetic iterations) at FastSettings' 16 trials per
-#: round: about 6.7x the candidates scored per round, the same measured trials.
-SEARCH_PROFILES = {
-    "fast": {},
-    "wide": {"population_size": 512, "init_min_unmeasured": 50, "genetic_num_iters": 4},
-}
-
-
 def search_settings(profile: str = "fast", base: FastSettings | None = None) -> FastSettings:
     """``base`` (default :class:`FastSettings`) with the search knobs of the named ``profile``."""
     from dataclasses import replace
@@ -163,3 +153,12 @@ def search_settings(profile: str = "fast", base: FastSettings | None = None) -> 
 STOCK = FastSettings(population_size=512, init_measured_ratio=0.2, init_min_unmeasured=50,
                      genetic_num_iters=4, num_trials_per_iter=64, number=3, repeat=1,
                      min_repeat_ms=100, builder_workers=2)
+
+#: named search profiles: ``EvolutionarySearch`` knobs laid over :class:`FastSettings` (measurement,
+#: builder and runner stay as they are). ``wide`` is MetaSchedule's own search breadth
+#: (:data:`STOCK`'s population and genetic iterations) at FastSettings' 16 trials per round: about
+#: 6.7x the candidates scored per round, the same measured trials.
+SEARCH_PROFILES = {
+    "fast": {},
+    "wide": {k: getattr(STOCK, k) for k in ("population_size", "init_min_unmeasured", "genetic_num_iters")},
+}
