@@ -357,14 +357,17 @@ def captioned(render, caption: str):
 #: result file -> renderer, in README order
 TABLES = (("ranking.json", ranking_table), ("probe_network.json", probe_cv_table), ("probe.json", probe_table), ("corpus_breadth.json", corpus_breadth_table),
           ("transition_corpus.json", transition_corpus_table),
+          ("search_wide.json", captioned(search_table, "Search profiles at the same 64 measured trials: "
+                                          "`@wide` is population 512, 4 genetic iterations, 50 initial "
+                                          "unmeasured candidates (issue #12, deliverable 6)")),
           ("search_v4.json", search_table),  # model v4's cwm runs; the baselines' runs are those of search.json
           ("search.json", search_table),
           ("e2e_v3_t64.json", captioned(e2e_table, "The 8-network run with model v4 against TVM's own pipeline "
                                         "(issue #14). The transformers are compiled with `cwm-int-power`, "
                                         "`cwm-vector-math` and the untuned candidate (decisions 46-48); the CNNs' "
                                         "compiles predate the last two (they have no exp / tanh / erf)")),
-          ("e2e_t256.json", captioned(e2e_table, "The larger budget, 256 trials × tasks (issue #14; resumable, "
-                                      "networks not yet run are missing)")),
+          ("e2e_t256.json", captioned(e2e_table, "The larger budget, 256 trials × tasks (issue #14; "
+                                      "BERT-base, ResNet-18, ResNet-50)")),
           ("e2e.json", e2e_table),
           ("e2e_t64.json", e2e_table),  # the same benchmark at 64 trials per task (--trials 64)
           ("e2e_ablation_t64.json", e2e_table),  # packing and task-scheduler ablations of cwm (issue #14)
