@@ -358,8 +358,8 @@ def captioned(render, caption: str):
 TABLES = (("ranking.json", ranking_table), ("probe_network.json", probe_cv_table), ("probe.json", probe_table), ("corpus_breadth.json", corpus_breadth_table),
           ("transition_corpus.json", transition_corpus_table),
           ("search_wide.json", captioned(search_table, "Search profiles at the same 64 measured trials: "
-                                          "`@wide` is population 512, 4 genetic iterations, 50 initial "
-                                          "unmeasured candidates (issue #12, deliverable 6)")),
+                                          "`@wide` is `cwm.tuning.settings.SEARCH_PROFILES['wide']`, "
+                                          "MetaSchedule's own search breadth (issue #12, deliverable 6)")),
           ("search_v4.json", search_table),  # model v4's cwm runs; the baselines' runs are those of search.json
           ("search.json", search_table),
           ("e2e_v3_t64.json", captioned(e2e_table, "The 8-network run with model v4 against TVM's own pipeline "
