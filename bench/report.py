@@ -197,9 +197,17 @@ RANKING_ROWS = (("cwm", "CWM (rollout ẑ_T − z_0 + action features)"), ("ms_x
 def ranking_table(r) -> list[str]:
     """``cwm eval``: offline ranking quality on the held-out test tasks."""
     m = r["models"]
+    per_task = all("top1_task_mean" in x for x in m.values())  # runs before 2026-12-03 lack it
     out = [f"**Ranking on held-out tasks** (`cwm eval`; {r['test_tasks']} test tasks of MobileNetV2 / OPT-125m; "
-           f"{r['machine']}; {r['date']}). Top-k = TenSet's score (1.0 = the model's top-k holds the best)",
-           "", "| model | top-1 | top-5 | pairwise acc. | NDCG@10 | µs / candidate |", "|---|---|---|---|---|---|"]
+           f"{r['machine']}; {r['date']}"
+           + (f"; every model trained on {r['train_tasks']} training tasks, those of "
+              f"{', '.join(['data/dataset', *r['extra_data']])}" if r.get("extra_data") else "")
+           + "). Top-k = TenSet's score (1.0 = the model's top-k holds the best; weighted by each task's "
+           "latency × count, so the slowest tasks decide it)"
+           + ("; per-task top-1 = each task's best ÷ its pick, averaged with equal say" if per_task else ""), ""]
+    out += (["| model | top-1 | per-task top-1 | top-5 | pairwise acc. | NDCG@10 | µs / candidate |",
+             "|---|---|---|---|---|---|---|"] if per_task else
+            ["| model | top-1 | top-5 | pairwise acc. | NDCG@10 | µs / candidate |", "|---|---|---|---|---|---|"])
     shipped = os.path.join(ROOT, "python", "cwm", "default_model", "manifest.json")
     if os.path.isfile(shipped) and os.path.abspath(r.get("model", "")) == os.path.dirname(shipped):
         from cwm.model.fingerprint import model_fingerprint
@@ -212,7 +220,8 @@ def ranking_table(r) -> list[str]:
     for key, label in RANKING_ROWS:
         if key in m:
             x = m[key]
-            out.append(f"| {label} | {x['top1']:.3f} | {x['top5']:.3f} | {x['pairwise_acc']:.3f} | "
+            task_mean = f" {x['top1_task_mean']:.3f} |" if per_task else ""
+            out.append(f"| {label} | {x['top1']:.3f} |{task_mean} {x['top5']:.3f} | {x['pairwise_acc']:.3f} | "
                        f"{x['ndcg10']:.3f} | {x['score_us_per_candidate']:,.1f} |")
     return out + [""]
 

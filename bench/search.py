@@ -71,6 +71,9 @@ def parse_args(argv=None):
     p.add_argument("--model-dir", default=None,
                    help="CWM model (default: the shipped one, cwm.model.default_model_dir())")
     p.add_argument("--data", default=os.path.join(ROOT, "data", "dataset"))
+    p.add_argument("--extra-data", action="append", default=[],
+                   help="another dataset root the pre-trained XGBModel trains on too (repeatable; pass the roots "
+                        "CWM's ranker was fitted on: its manifest's ranker_refit.extra_data)")
     p.add_argument("--out", default=None, help=f"result JSON (default {os.path.relpath(DEFAULT_OUT, ROOT)}); the "
                    "checkpoint <stem>_runs.jsonl and plot <stem>_curves.png go next to it")
     p.add_argument("--work-root", default=None, help="MetaSchedule work dirs (default work_dirs/search[_smoke])")
@@ -136,7 +139,7 @@ def main(argv=None, tune_fn=None, remeasure_fn=None, select_fn=None, workload_fn
         specs = plan_runs(tasks, args.method_list, args.seed_list, args.trials, se_tasks,
                           args.xgb_long_trials, args.max_cwm_trials)
         if not args.report_only:
-            tune_fn = tune_fn or DefaultTuner(args.model_dir, args.data, args.work_root, model)
+            tune_fn = tune_fn or DefaultTuner(args.model_dir, args.data, args.work_root, model, args.extra_data)
             extra = {"model_sha256": (model or {}).get("prior_sha256")}
             status = execute(specs, ckpt, tune_fn, workload_fn, names, args.work_root, args.max_runs, extra)
         else:

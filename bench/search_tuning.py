@@ -34,13 +34,15 @@ def run_record(spec: dict, result, wall_s: float) -> dict:
 
 
 def training_data_hash(data) -> dict:
-    """``{train_shards, sha256}`` of the dataset's training shards, as ``cwm train`` records it in
-    a model's manifest (``training_data``), to check both models saw the same records."""
+    """``{train_shards, sha256}`` of the dataset's training shards (``data``: a root, or a list of
+    roots read as one), as ``cwm train`` records it in a model's manifest (``training_data``, or
+    ``ranker_refit.ranker_training_data`` for a ranker refit with ``--extra-data``), to check
+    both models saw the same records."""
     import hashlib
 
-    from cwm.dataset.loader import DatasetLoader
+    from cwm.dataset.union import open_datasets
 
-    loader = DatasetLoader(data)
+    loader = open_datasets(data)
     train = set(loader.task_keys("train"))
     shards = {k: v["sha256"] for k, v in loader.store.manifest().get("shards", {}).items() if k in train}
     return {"train_shards": len(shards),
@@ -57,8 +59,10 @@ class DefaultTuner:
     through cwm's cache), so that a resumed run uses the same model even if the dataset grew.
     """
 
-    def __init__(self, model_dir, data, work_root, model: dict | None = None):
+    def __init__(self, model_dir, data, work_root, model: dict | None = None, extra_data=()):
         self.model_dir, self.data, self.work_root, self.model = model_dir, data, work_root, model
+        #: the roots the pre-trained XGBModel trains on: ``data`` and ``--extra-data``, as CWM's ranker
+        self.roots = [data, *extra_data] if extra_data else data
 
     def pretrained(self, seed) -> str:
         pinned = os.path.join(self.work_root, "xgb_pretrained", f"seed{seed}.tar")
@@ -66,14 +70,14 @@ class DefaultTuner:
             from cwm.cost_model.xgb_pretrained import pretrained_xgb_path
 
             start = time.perf_counter()
-            log(f"building/looking up the pre-trained XGBModel for seed {seed} on {self.data} ...")
-            built = str(pretrained_xgb_path(self.data, seed=seed, log=lambda m: log(m)))
+            log(f"building/looking up the pre-trained XGBModel for seed {seed} on {self.roots} ...")
+            built = str(pretrained_xgb_path(self.roots, seed=seed, log=lambda m: log(m)))
             os.makedirs(os.path.dirname(pinned), exist_ok=True)
             meta = {}
             if os.path.exists(built + ".json"):
                 with open(built + ".json") as f:
                     meta = json.load(f)
-            meta.update(source=built, training_data=training_data_hash(self.data))
+            meta.update(source=built, training_data=training_data_hash(self.roots))
             shutil.copyfile(built, pinned + ".tmp")
             write_json(pinned + ".json", meta)
             os.replace(pinned + ".tmp", pinned)
@@ -159,7 +163,8 @@ def model_info(model_dir) -> dict:
     try:
         with open(os.path.join(path, "manifest.json")) as f:
             man = json.load(f)
-        info["training_data"] = man.get("training_data")
+        # what the ranker was fitted on: the training data, or more with `refit_ranker --extra-data`
+        info["training_data"] = (man.get("ranker_refit") or {}).get("ranker_training_data") or man.get("training_data")
     except (OSError, ValueError):
         pass
     return info

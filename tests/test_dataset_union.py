@@ -140,3 +140,36 @@ def test_eval_baselines_train_on_extra_roots_test_on_the_first(tiny_dataset, tin
     assert wide["train_tasks"] == plain["train_tasks"] + 1 and wide["extra_data"] == [str(breadth), str(extra)]
     assert wide["models"]["cwm"] == {**plain["models"]["cwm"],  # the shipped ranker: trained on neither
                                      "score_us_per_candidate": wide["models"]["cwm"]["score_us_per_candidate"]}
+
+
+def test_pretrained_xgb_trains_on_extra_roots(tiny_dataset, tmp_path):
+    """The search benchmark's pre-trained XGBModel reads the roots CWM's ranker was fitted on
+    (``bench/search.py --extra-data``): one more training task, its own cache entry, and the
+    training-data hash the benchmark compares with ``ranker_refit.ranker_training_data``."""
+    import sys
+    from pathlib import Path
+
+    from cwm.cost_model.xgb_pretrained import pretrained_xgb_path
+    from cwm.dataset.loader import DatasetLoader
+    from cwm.dataset.union import open_datasets
+    from cwm.model.train import _data_hash
+
+    extra, _ = _extra_root(tmp_path, {"kind": "llvm", "num-cores": 2})
+    cache = tmp_path / "cache"
+    one = pretrained_xgb_path(tiny_dataset, cache_dir=cache)
+    both = pretrained_xgb_path([tiny_dataset, extra], cache_dir=cache)
+    assert one != both  # another training set, another cache entry
+    stats = json.loads(Path(str(both) + ".json").read_text())
+    assert stats["train_tasks"] == len(DatasetLoader(tiny_dataset).task_keys("train")) + 1
+    assert stats["extra_data"] == [str(extra.resolve())]
+    assert pretrained_xgb_path([tiny_dataset, extra], cache_dir=cache) == both  # cached: built once
+    with pytest.raises(FileNotFoundError, match="no manifest.json"):
+        pretrained_xgb_path([tiny_dataset, tmp_path / "nowhere"], cache_dir=cache)
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+    try:
+        from search_tuning import training_data_hash
+    finally:
+        sys.path.pop(0)
+    assert training_data_hash([tiny_dataset, extra]) == _data_hash(open_datasets([tiny_dataset, extra]))
+    assert training_data_hash(tiny_dataset) != training_data_hash([tiny_dataset, extra])

@@ -23,7 +23,14 @@ def test_eval_scores_every_model_and_resumes_from_the_state_cache(tiny_dataset, 
         raise AssertionError("the cache should have answered")
 
     monkeypatch.setattr(state_cache, "encode_texts", no_encoding)
+    from cwm.model import evaluate as evaluate_module
+
+    # A resumed run reads the states back, yet the snapshot's scoring time still counts the
+    # encoding a real scoring would do (timed apart, here replaced by a known second).
+    monkeypatch.setattr(evaluate_module, "encoding_us_per_program", lambda *_a, **_k: 1e6)
     again = evaluate(tiny_dataset, tiny_model_dir, state_cache=cache, log=lambda *_: None)
+    assert again["models"]["static_final"]["score_us_per_candidate"] >= 1e6
+    assert again["models"]["no_transition"]["score_us_per_candidate"] < 1e6
     for name in ("cwm", "no_transition", "static_final", "random"):  # deterministic given the same states
         assert {k: v for k, v in again["models"][name].items() if k != "score_us_per_candidate"} == \
             {k: v for k, v in first["models"][name].items() if k != "score_us_per_candidate"}, name

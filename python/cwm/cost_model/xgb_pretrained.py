@@ -87,13 +87,25 @@ def dataset_target(loader):
     return loader.store.manifest().get("target") or {"kind": "llvm"}
 
 
+def _roots(dataset) -> list[Path]:
+    """``dataset`` as a list of roots: one root, or several read as one (:mod:`cwm.dataset.union`,
+    as ``cwm train --extra-data`` reads them), so the baseline trains on what CWM's ranker did."""
+    roots = [dataset] if isinstance(dataset, (str, bytes)) or hasattr(dataset, "__fspath__") else list(dataset)
+    for root in roots:
+        if not (Path(root) / "manifest.json").exists():
+            raise FileNotFoundError(f"no dataset at {root} (no manifest.json); pass dataset= or pretrained_xgb=")
+    return [Path(r) for r in roots]
+
+
 def build_pretrained_xgb(dataset, out_path, target=None, seed: int = 0, num_threads: int = 2,
                          log=None) -> dict:
-    """Train ``XGBModel`` on the training split of ``dataset``; save it to ``out_path``; return stats."""
-    from cwm.dataset.loader import DatasetLoader
+    """Train ``XGBModel`` on the training split of ``dataset`` (a root or a list of roots); save
+    it to ``out_path``; return stats."""
+    from cwm.dataset.union import open_datasets
     from cwm.model.baselines.ms_xgb import MsXgbBaseline
 
-    loader = DatasetLoader(dataset)
+    roots = _roots(dataset)
+    loader = open_datasets(roots)
     keys = loader.task_keys("train")
     if not keys:
         raise ValueError(f"{dataset}: no training tasks (is there a split.json? `cwm dataset split` writes one)")
@@ -106,7 +118,8 @@ def build_pretrained_xgb(dataset, out_path, target=None, seed: int = 0, num_thre
     out_path.parent.mkdir(parents=True, exist_ok=True)
     save_xgb_model(baseline.model, out_path)
     stats = {k: v for k, v in baseline.stats.items() if not k.startswith("score")}
-    stats.update(dataset=str(Path(dataset).resolve()), seed=int(seed), target=str(target))
+    stats.update(dataset=str(roots[0].resolve()), seed=int(seed), target=str(target),
+                 extra_data=[str(r.resolve()) for r in roots[1:]])
     Path(str(out_path) + ".json").write_text(json.dumps(stats, indent=1, default=str) + "\n")
     if log:
         log(f"pre-trained XGBModel on {stats['train_tasks']} tasks / {stats['train_candidates']} candidates "
@@ -116,12 +129,11 @@ def build_pretrained_xgb(dataset, out_path, target=None, seed: int = 0, num_thre
 
 def pretrained_xgb_path(dataset="data/dataset", target=None, seed: int = 0, cache_dir=None,
                         num_threads: int = 2, log=None) -> Path:
-    """The cached pre-trained model for ``dataset`` (built now if missing); see the module docstring."""
-    from cwm.dataset.loader import DatasetLoader
+    """The cached pre-trained model for ``dataset`` (a root or a list of roots; built now if
+    missing); see the module docstring."""
+    from cwm.dataset.union import open_datasets
 
-    if not (Path(dataset) / "manifest.json").exists():
-        raise FileNotFoundError(f"no dataset at {dataset} (no manifest.json); pass dataset= or pretrained_xgb=")
-    loader = DatasetLoader(dataset)
+    loader = open_datasets(_roots(dataset))
     target = target if target is not None else dataset_target(loader)
     path = Path(cache_dir or default_cache_dir()) / f"xgb_pretrained-{_cache_key(loader, target, seed)}.tar"
     if path.exists():
