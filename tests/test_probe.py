@@ -86,6 +86,13 @@ def test_probe_on_the_tiny_dataset(tiny_dataset, tiny_model_dir, tmp_path):
     with pytest.raises(ValueError, match="at least 2 networks"):  # every training task is of one network
         run_probe(tiny_dataset, tiny_model_dir, cache_dir=cache, max_candidates=8, log=lambda *_: None,
                   names=("stats",), group_by="network")
+    # --ranker-set: a field of the ranker config overridden, recorded; an unknown field refused
+    bagged = run_probe(tiny_dataset, tiny_model_dir, folds=2, cache_dir=cache, max_candidates=8, log=lambda *_: None,
+                       names=("stats",), ranker="model", ranker_set={"parallel_trees": 2})
+    assert bagged["ranker"]["parallel_trees"] == 2 and bagged["ranker"]["set"] == {"parallel_trees": 2}
+    with pytest.raises(ValueError, match="unknown ranker config field"):
+        run_probe(tiny_dataset, tiny_model_dir, folds=2, cache_dir=cache, max_candidates=8, log=lambda *_: None,
+                  names=("stats",), ranker_set={"trees_in_parallel": 2})
 
 
 def test_network_grouped_cv_reports_every_fold():

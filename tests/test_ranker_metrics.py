@@ -90,3 +90,33 @@ def test_top1_task_mean_gives_every_task_the_same_say():
     assert topk_score([slow, fast], 1) == pytest.approx(1.001 / 2.001)
     failed = (np.array([1.0, np.inf, 4.0]), np.array([0.0, 1.0, 0.5]), 1.0)  # a failed pick: the slowest valid
     assert top1_task_mean([failed]) == pytest.approx(0.25)
+
+
+def test_ranker_parallel_trees(tmp_path):
+    """``parallel_trees`` grows that many trees a round (XGBoost's ``num_parallel_tree``), kept in
+    the saved model, so XGBoost's own library (the C++ scorer's path) predicts the same scores;
+    a config saved before the field existed reloads with 1, what it was trained with."""
+    import json
+
+    import xgboost as xgb
+
+    rng = np.random.default_rng(0)
+    x = rng.random((240, 4)).astype(np.float32)
+    lat = np.exp(x @ np.array([1.0, -0.5, 0.2, 0.0]) + 0.1 * rng.random(240))
+    groups = np.repeat(np.arange(3), 80)
+    cfg = dict(n_estimators=10, n_jobs=1)
+    single = Ranker(RankerConfig(**cfg)).fit(x, lat, groups)
+    bagged = Ranker(RankerConfig(parallel_trees=4, **cfg)).fit(x, lat, groups)
+    assert len(bagged.booster.get_dump()) == 4 * len(single.booster.get_dump()) == 40
+    bagged.save(str(tmp_path / "ranker.json"))
+    booster = xgb.Booster()
+    booster.load_model(str(tmp_path / "ranker.json"))  # the model file alone, as the C++ scorer loads it
+    assert np.array_equal(booster.predict(xgb.DMatrix(x)), bagged.predict(x))
+    again = Ranker.load(str(tmp_path / "ranker.json"))
+    assert again.cfg.parallel_trees == 4 and np.array_equal(again.predict(x), bagged.predict(x))
+
+    single.save(str(tmp_path / "old.json"))
+    saved = json.loads((tmp_path / "old.json.config").read_text())
+    del saved["parallel_trees"]
+    (tmp_path / "old.json.config").write_text(json.dumps(saved))
+    assert Ranker.load(str(tmp_path / "old.json")).cfg.parallel_trees == 1

@@ -13,7 +13,7 @@ as well (:mod:`cwm.dataset.union`); ``--data`` must still be the model's trainin
 manifest records the roots and their hash under ``ranker_refit``.
 
     python tools/refit_ranker.py python/cwm/default_model [--data data/dataset] [--grades 16 --exp-gain false]
-        [--objective rank:pairwise] [--pair-top-k all] [--extra-data data/dataset_breadth]
+        [--objective rank:pairwise] [--pair-top-k all] [--parallel-trees 4] [--extra-data data/dataset_breadth]
 """
 from __future__ import annotations
 
@@ -47,6 +47,8 @@ def main(argv=None) -> int:
     ap.add_argument("--objective", default=None, help="XGBoost ranking objective (default: as saved)")
     ap.add_argument("--pair-top-k", default=None,
                     help="pairs from the K best-scored candidates of a task; 'all' for every pair (default: as saved)")
+    ap.add_argument("--parallel-trees", type=int, default=None,
+                    help="trees per boosting round, averaged (XGBoost's num_parallel_tree; default: as saved)")
     ap.add_argument("--transition", default=None,
                     help="a directory from `bench/transition_corpus.py --save`: its TransH (same config) replaces "
                          "the model's before the ranker is refit on the new rollouts")
@@ -80,12 +82,17 @@ def main(argv=None) -> int:
         cfg = dataclasses.replace(cfg, ndcg_exp_gain=args.exp_gain == "true")
     if args.pair_top_k is not None:
         cfg = dataclasses.replace(cfg, pair_top_k=None if args.pair_top_k == "all" else int(args.pair_top_k))
+    if args.parallel_trees is not None:
+        if args.parallel_trees < 1:
+            raise SystemExit("--parallel-trees must be at least 1")
+        cfg = dataclasses.replace(cfg, parallel_trees=args.parallel_trees)
     if args.extra_data:
         loader = open_datasets([args.data, *args.extra_data])
     model.ranker = fit_ranker(model, loader, _training_trajectories(loader, seed), cfg)
     model.meta["ranker_refit"] = {"features": "dz = z_T - z_0, action stats, trace structure, hardware",
                                   "objective": cfg.objective, "grades": cfg.grades,
                                   "ndcg_exp_gain": cfg.ndcg_exp_gain, "pair_top_k": cfg.pair_top_k or "all",
+                                  "parallel_trees": cfg.parallel_trees,
                                   "wall_s": round(time.time() - start, 1),
                                   **({"extra_data": list(args.extra_data), "ranker_training_data": _data_hash(loader)}
                                      if args.extra_data else {})}

@@ -242,9 +242,10 @@ def _representations_of(loader, model, keys, cache_dir, fingerprint, max_candida
 
 def run_probe(data, model_dir, folds: int = 5, seed: int = 0, cache_dir=None, max_tasks=None,
               max_candidates: int | None = 64, log=print, fit_only_data=(), names=REPRESENTATIONS,
-              fold_seeds=None, ranker: str = "probe", group_by: str = "task") -> dict:
+              fold_seeds=None, ranker: str = "probe", group_by: str = "task", ranker_set=None) -> dict:
     """``ranker``: ``"probe"`` (100 trees, depth 6: a small, fixed ranker) or ``"model"`` (the
-    model's own saved ranker config: what ``cwm train`` would fit)."""
+    model's own saved ranker config: what ``cwm train`` would fit). ``ranker_set``: fields of
+    :class:`~cwm.model.ranker.RankerConfig` to override (``{"parallel_trees": 4}``)."""
     from cwm.dataset.loader import DatasetLoader
     from cwm.model.fingerprint import model_fingerprint
     from cwm.model.ranker import RankerConfig
@@ -279,6 +280,14 @@ def run_probe(data, model_dir, folds: int = 5, seed: int = 0, cache_dir=None, ma
         ranker_cfg = RankerConfig(n_estimators=100, max_depth=6, seed=seed)
     else:
         raise ValueError(f"ranker must be 'probe' or 'model', not {ranker!r}")
+    if ranker_set:
+        import dataclasses
+
+        known_fields = {f.name for f in dataclasses.fields(ranker_cfg)}
+        unknown = sorted(set(ranker_set) - known_fields)
+        if unknown:
+            raise ValueError(f"unknown ranker config field(s) {unknown}; choose from {sorted(known_fields)}")
+        ranker_cfg = dataclasses.replace(ranker_cfg, **ranker_set)
     fold_seeds = list(fold_seeds) if fold_seeds else [seed]
     runs = [cross_validate(tasks, folds, s, ranker_cfg, log, names, fit_only, group_by) for s in fold_seeds]
     result = runs[0] if len(runs) == 1 else _mean_of_runs(runs)
@@ -290,7 +299,8 @@ def run_probe(data, model_dir, folds: int = 5, seed: int = 0, cache_dir=None, ma
             "fit_only_data": [str(r) for r in fit_only_data], "fit_only_tasks": len(fit_only),
             "fit_only_candidates": int(sum(len(t["lat"]) for t in fit_only)),
             "ranker": {"config": ranker, "n_estimators": ranker_cfg.n_estimators, "max_depth": ranker_cfg.max_depth,
-                       "objective": ranker_cfg.objective, "pair_top_k": ranker_cfg.pair_top_k},
+                       "objective": ranker_cfg.objective, "pair_top_k": ranker_cfg.pair_top_k,
+                       "parallel_trees": ranker_cfg.parallel_trees, "set": dict(ranker_set or {})},
             "seconds": round(time.perf_counter() - start, 1), **result}
 
 
@@ -336,6 +346,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "split: its networks gave no training task)")
     p.add_argument("--ranker", choices=("probe", "model"), default="probe",
                    help="probe: a small fixed ranker (100 trees); model: the model's own ranker config")
+    p.add_argument("--ranker-set", action="append", default=[], metavar="FIELD=VALUE",
+                   help="override a field of the ranker config, VALUE in JSON (repeatable; e.g. parallel_trees=4, "
+                        "pair_top_k=16)")
     p.add_argument("--out", default="bench/results/probe.json")
 
 
@@ -352,9 +365,18 @@ def main(argv) -> int:
     if bad:
         p.error(f"unknown representation(s) {bad}; choose from {', '.join(REPRESENTATIONS)}")
     fold_seeds = [int(x) for x in args.fold_seeds.split(",")] if args.fold_seeds else None
+    ranker_set = {}
+    for item in args.ranker_set:
+        field_name, sep, value = item.partition("=")
+        try:
+            if not sep:
+                raise ValueError("no '='")
+            ranker_set[field_name.strip()] = json.loads(value)
+        except ValueError as error:
+            p.error(f"--ranker-set {item!r}: expected FIELD=JSON-VALUE ({error})")
     result = run_probe(args.data, args.model_dir or default_model_dir(), args.folds, args.seed, args.cache_dir,
                        args.max_tasks, args.max_candidates or None, fit_only_data=args.fit_only_data, names=names,
-                       fold_seeds=fold_seeds, ranker=args.ranker, group_by=args.group_by)
+                       fold_seeds=fold_seeds, ranker=args.ranker, group_by=args.group_by, ranker_set=ranker_set)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
     print(f"{'representation':<18} {'top1':>6} {'top1/task':>9} {'pairwise':>9}")
