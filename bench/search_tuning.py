@@ -38,15 +38,10 @@ def training_data_hash(data) -> dict:
     roots read as one), as ``cwm train`` records it in a model's manifest (``training_data``, or
     ``ranker_refit.ranker_training_data`` for a ranker refit with ``--extra-data``), to check
     both models saw the same records."""
-    import hashlib
-
     from cwm.dataset.union import open_datasets
+    from cwm.model.train import _data_hash
 
-    loader = open_datasets(data)
-    train = set(loader.task_keys("train"))
-    shards = {k: v["sha256"] for k, v in loader.store.manifest().get("shards", {}).items() if k in train}
-    return {"train_shards": len(shards),
-            "sha256": hashlib.sha256(json.dumps(shards, sort_keys=True).encode()).hexdigest()}
+    return _data_hash(open_datasets(data))
 
 
 class DefaultTuner:
