@@ -12,9 +12,12 @@ report). Representations (:mod:`cwm.model.probe_features`):
 * ``store_pred``    those features predicted from the rollout ``[ẑ_T - z_0, stats]`` by a ridge
   decoder fitted on the training folds; its standardized error is reported on the fitting
   folds and on the held-out fold (a decoder that only memorizes shows a large gap);
+* ``zt_rank``       the displacement ``ẑ_T - z_0`` of a transition fine-tuned *in each fold* on the
+  fitting tasks' measured records with a ranking loss (:mod:`cwm.model.rank_transition`,
+  starting from the model's own); the validation tasks never train it;
 * ``stats``         action statistics + hardware features alone;
 
-and each of the first five with ``+stats``. ``store`` and ``et`` replay the candidate: they
+and each of the first six with ``+stats``. ``store`` and ``et`` replay the candidate: they
 are baselines, never CWM's scoring path (DESIGN.md §5).
 
 ``--group-by network`` leaves one network out instead of dealing tasks into seeded folds: the
@@ -42,7 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
-BASE = ("z0", "zt_hat", "et", "store", "store_pred")
+BASE = ("z0", "zt_hat", "et", "store", "store_pred", "zt_rank")
 REPRESENTATIONS = BASE + tuple(f"{r}+stats" for r in BASE) + ("stats",)
 RIDGE = 1.0  # decoder regularization on standardized inputs (a probe, not a tuned model)
 
@@ -173,6 +176,7 @@ def representation(name: str, task: dict, decoder: StoreDecoder | None) -> np.nd
     else:
         parts = [{"z0": lambda: np.repeat(task["z0"][None], n, 0),
                   "zt_hat": lambda: task["zt_hat"] - task["z0"],
+                  "zt_rank": lambda: task["zt_rank"] - task["z0"],
                   "et": lambda: task["et"] - task["z0"],
                   "store": lambda: task["store"],
                   "store_pred": lambda: decoder.predict(task)}[base]()]
@@ -182,11 +186,14 @@ def representation(name: str, task: dict, decoder: StoreDecoder | None) -> np.nd
 
 
 def cross_validate(tasks: list[dict], folds: int, seed: int, ranker_cfg, log=print,
-                   names=REPRESENTATIONS, fit_only: list[dict] = (), group_by: str = "task") -> dict:
+                   names=REPRESENTATIONS, fit_only: list[dict] = (), group_by: str = "task",
+                   transition=None, rank_cfg=None) -> dict:
     """Grouped CV of the ``names`` representations; metrics pooled over the validation folds.
     ``group_by``: ``"task"`` (``folds`` seeded groups of tasks) or ``"network"`` (leave one
     network out, :func:`network_folds`; ``folds`` and ``seed`` then do not matter). ``fit_only``
-    tasks join every fold's fitting set and are never validated on."""
+    tasks join every fold's fitting set and are never validated on. ``zt_rank`` needs the
+    model's ``transition`` (the starting point) and every task's ``fb``; ``rank_cfg`` is its
+    :class:`~cwm.model.rank_transition.RankTransitionConfig`."""
     from cwm.model.metrics import summarize
     from cwm.model.ranker import Ranker
 
@@ -198,6 +205,8 @@ def cross_validate(tasks: list[dict], folds: int, seed: int, ranker_cfg, log=pri
     for f, (fold_name, val_keys) in enumerate(plan):
         val = [by_key[k] for k in val_keys]
         fit = [t for k, t in by_key.items() if k not in set(val_keys)] + list(fit_only)
+        if any(n.partition("+")[0] == "zt_rank" for n in names):
+            _fold_rank_rollouts(transition, rank_cfg, fit, val, log)
         decoder = StoreDecoder().fit(fit)
         decoder_err["fit"].append(decoder.error(fit))
         decoder_err["heldout"].append(decoder.error(val))
@@ -222,15 +231,35 @@ def cross_validate(tasks: list[dict], folds: int, seed: int, ranker_cfg, log=pri
     return out
 
 
+def _fold_rank_rollouts(transition, rank_cfg, fit: list[dict], val: list[dict], log) -> None:
+    """Train the ranking transition on ``fit`` and set every task's ``zt_rank`` from it."""
+    from cwm.model.rank_transition import RankTransitionConfig, rollouts, train_rank_transition
+
+    if transition is None:
+        raise ValueError("zt_rank needs the model's transition to start from")
+    start = time.perf_counter()
+    trained, history = train_rank_transition(transition, fit, rank_cfg or RankTransitionConfig(), log=None)
+    for t, z in zip(fit + val, rollouts(trained, fit + val)):
+        t["zt_rank"] = z
+    log(f"rank transition: {len(history)} epochs, loss {history[0]:.4f} -> {history[-1]:.4f} "
+        f"({time.perf_counter() - start:.0f} s)")
+
+
 def _representations_of(loader, model, keys, cache_dir, fingerprint, max_candidates, seed, with_et, log,
-                        what: str) -> list[dict]:
-    from cwm.model.probe_features import task_representations
+                        what: str, with_fb: bool = False) -> list[dict]:
+    from cwm import native
+    from cwm.model.probe_features import probe_subset, task_representations
 
     target = loader.store.manifest().get("target") or {"kind": "llvm"}
     start, tasks = time.perf_counter(), []
     for i, key in enumerate(keys):
         arrays = task_representations(loader, model, key, target, cache_dir, fingerprint, max_candidates, seed,
                                       with_et)
+        if arrays is not None and with_fb:  # the same seeded subset as the cached arrays
+            arrays = dict(arrays, fb=native.featurize_batch(
+                [t.trace for t in probe_subset(loader.trajectories(key), max_candidates, seed)]))
+            if len(arrays["fb"].lengths) != len(arrays["lat"]):
+                raise RuntimeError(f"{key}: the cached probe arrays and the dataset disagree; clear the cache")
         if arrays is not None:
             meta = loader.store.get_task(key)
             tasks.append({"key": key, **arrays, "weight": float(sum(meta.get("networks", {}).values()) or 1.0),
@@ -242,10 +271,12 @@ def _representations_of(loader, model, keys, cache_dir, fingerprint, max_candida
 
 def run_probe(data, model_dir, folds: int = 5, seed: int = 0, cache_dir=None, max_tasks=None,
               max_candidates: int | None = 64, log=print, fit_only_data=(), names=REPRESENTATIONS,
-              fold_seeds=None, ranker: str = "probe", group_by: str = "task", ranker_set=None) -> dict:
+              fold_seeds=None, ranker: str = "probe", group_by: str = "task", ranker_set=None,
+              rank_cfg=None) -> dict:
     """``ranker``: ``"probe"`` (100 trees, depth 6: a small, fixed ranker) or ``"model"`` (the
     model's own saved ranker config: what ``cwm train`` would fit). ``ranker_set``: fields of
-    :class:`~cwm.model.ranker.RankerConfig` to override (``{"parallel_trees": 4}``)."""
+    :class:`~cwm.model.ranker.RankerConfig` to override (``{"parallel_trees": 4}``). ``rank_cfg``:
+    the :class:`~cwm.model.rank_transition.RankTransitionConfig` of ``zt_rank``."""
     from cwm.dataset.loader import DatasetLoader
     from cwm.model.fingerprint import model_fingerprint
     from cwm.model.ranker import RankerConfig
@@ -255,18 +286,20 @@ def run_probe(data, model_dir, folds: int = 5, seed: int = 0, cache_dir=None, ma
     if unknown:
         raise ValueError(f"unknown representation(s) {unknown}; choose from {list(REPRESENTATIONS)}")
     with_et = any(n.partition("+")[0] == "et" for n in names)
+    with_fb = any(n.partition("+")[0] == "zt_rank" for n in names)
     loader, model = DatasetLoader(data), WorldModel.load(model_dir)
     cache_dir = Path(cache_dir or Path.home() / ".cache" / "cwm" / "probe")
     fingerprint = model_fingerprint(model_dir)
     start = time.perf_counter()
     common = (cache_dir, fingerprint, max_candidates, seed, with_et, log)
-    tasks = _representations_of(loader, model, loader.task_keys("train")[:max_tasks], *common, what="validated")
+    tasks = _representations_of(loader, model, loader.task_keys("train")[:max_tasks], *common, what="validated",
+                                with_fb=with_fb)
     known = {t["key"] for t in tasks} | set(loader.task_keys("test"))  # a held-out task never joins a fit
     fit_only = []
     for root in fit_only_data:
         extra = DatasetLoader(root)
         keys = [k for k in extra.task_keys("train") if k not in known]  # a task in both roots counts once
-        fit_only += _representations_of(extra, model, keys, *common, what=f"fit-only ({root})")
+        fit_only += _representations_of(extra, model, keys, *common, what=f"fit-only ({root})", with_fb=with_fb)
         known |= set(keys)
     if group_by == "network":
         fold_seeds = [seed]  # leave-one-network-out has no seed: one run
@@ -289,7 +322,8 @@ def run_probe(data, model_dir, folds: int = 5, seed: int = 0, cache_dir=None, ma
             raise ValueError(f"unknown ranker config field(s) {unknown}; choose from {sorted(known_fields)}")
         ranker_cfg = dataclasses.replace(ranker_cfg, **ranker_set)
     fold_seeds = list(fold_seeds) if fold_seeds else [seed]
-    runs = [cross_validate(tasks, folds, s, ranker_cfg, log, names, fit_only, group_by) for s in fold_seeds]
+    runs = [cross_validate(tasks, folds, s, ranker_cfg, log, names, fit_only, group_by, model.transition, rank_cfg)
+            for s in fold_seeds]
     result = runs[0] if len(runs) == 1 else _mean_of_runs(runs)
     return {"benchmark": "probe", "date": time.strftime("%Y-%m-%d"), "host": platform.processor() or platform.machine(),
             "cpu": _cpu_name(), "model_dir": str(model_dir), "model_fingerprint": fingerprint, "split": "train",
@@ -301,7 +335,14 @@ def run_probe(data, model_dir, folds: int = 5, seed: int = 0, cache_dir=None, ma
             "ranker": {"config": ranker, "n_estimators": ranker_cfg.n_estimators, "max_depth": ranker_cfg.max_depth,
                        "objective": ranker_cfg.objective, "pair_top_k": ranker_cfg.pair_top_k,
                        "parallel_trees": ranker_cfg.parallel_trees, "set": dict(ranker_set or {})},
+            **({"rank_transition": (rank_cfg or _default_rank_cfg()).to_dict()} if with_fb else {}),
             "seconds": round(time.perf_counter() - start, 1), **result}
+
+
+def _default_rank_cfg():
+    from cwm.model.rank_transition import RankTransitionConfig
+
+    return RankTransitionConfig()
 
 
 def _mean_of_runs(runs: list[dict]) -> dict:
@@ -349,7 +390,24 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ranker-set", action="append", default=[], metavar="FIELD=VALUE",
                    help="override a field of the ranker config, VALUE in JSON (repeatable; e.g. parallel_trees=4, "
                         "pair_top_k=16)")
+    p.add_argument("--rank-set", action="append", default=[], metavar="FIELD=VALUE",
+                   help="override a field of zt_rank's RankTransitionConfig, VALUE in JSON (repeatable; e.g. "
+                        "anchor_weight=0, readout=\"linear\")")
     p.add_argument("--out", default="bench/results/probe.json")
+
+
+def _field_values(p, flag: str, items) -> dict:
+    """``FIELD=JSON`` items as a dict (a parser error names the bad one)."""
+    out = {}
+    for item in items:
+        field_name, sep, value = item.partition("=")
+        try:
+            if not sep:
+                raise ValueError("no '='")
+            out[field_name.strip()] = json.loads(value)
+        except ValueError as error:
+            p.error(f"{flag} {item!r}: expected FIELD=JSON-VALUE ({error})")
+    return out
 
 
 def main(argv) -> int:
@@ -365,18 +423,22 @@ def main(argv) -> int:
     if bad:
         p.error(f"unknown representation(s) {bad}; choose from {', '.join(REPRESENTATIONS)}")
     fold_seeds = [int(x) for x in args.fold_seeds.split(",")] if args.fold_seeds else None
-    ranker_set = {}
-    for item in args.ranker_set:
-        field_name, sep, value = item.partition("=")
-        try:
-            if not sep:
-                raise ValueError("no '='")
-            ranker_set[field_name.strip()] = json.loads(value)
-        except ValueError as error:
-            p.error(f"--ranker-set {item!r}: expected FIELD=JSON-VALUE ({error})")
+    ranker_set = _field_values(p, "--ranker-set", args.ranker_set)
+    rank_cfg = None
+    if args.rank_set:
+        import dataclasses
+
+        from cwm.model.rank_transition import RankTransitionConfig
+
+        rank_set = _field_values(p, "--rank-set", args.rank_set)
+        unknown = sorted(set(rank_set) - {f.name for f in dataclasses.fields(RankTransitionConfig)})
+        if unknown:
+            p.error(f"--rank-set: unknown field(s) {unknown}")
+        rank_cfg = RankTransitionConfig(**rank_set)
     result = run_probe(args.data, args.model_dir or default_model_dir(), args.folds, args.seed, args.cache_dir,
                        args.max_tasks, args.max_candidates or None, fit_only_data=args.fit_only_data, names=names,
-                       fold_seeds=fold_seeds, ranker=args.ranker, group_by=args.group_by, ranker_set=ranker_set)
+                       fold_seeds=fold_seeds, ranker=args.ranker, group_by=args.group_by, ranker_set=ranker_set,
+                       rank_cfg=rank_cfg)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
     print(f"{'representation':<18} {'top1':>6} {'top1/task':>9} {'pairwise':>9}")

@@ -37,7 +37,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from cwm.model.ranker import relevance
+from cwm.model.pair_loss import pair_loss
 from cwm.model.transition import ActionEmbedding, TransitionConfig, action_indices, log_scale
 
 
@@ -142,33 +142,6 @@ def _to_torch(arrays, idx):
     return steps(kind), steps(hashed), steps(small), steps(numbers), torch.from_numpy(lengths[idx])
 
 
-def _pair_loss(scores, lat: np.ndarray, loss: str):
-    """Pairwise logistic loss within one group; ``lat`` inf/NaN = failed (ranked last)."""
-    import torch
-
-    lat = np.where(np.isfinite(lat) & (lat > 0), lat, np.inf)
-    a, b = lat[:, None], lat[None, :]
-    with np.errstate(invalid="ignore"):
-        better = (a < b)  # i strictly faster than j (any measured beats failed; inf vs inf -> False)
-    if not better.any():
-        return None
-    better_t = torch.from_numpy(better)
-    diff = scores[:, None] - scores[None, :]  # s_i - s_j, want > 0 where better
-    # |ΔNDCG| of swapping i and j under the current ranking (LambdaRank weights)
-    gains = torch.from_numpy(2.0 ** relevance(lat) - 1).to(scores.dtype)
-    with torch.no_grad():
-        rank = torch.empty_like(scores)
-        rank[torch.argsort(-scores)] = torch.arange(len(scores), dtype=scores.dtype)
-        disc = 1.0 / torch.log2(rank + 2.0)
-        idcg = (torch.sort(gains, descending=True).values / torch.log2(torch.arange(len(gains)) + 2.0)).sum()
-        dndcg = (gains[:, None] - gains[None, :]).abs() * (disc[:, None] - disc[None, :]).abs() / idcg.clamp_min(1e-9)
-        w = dndcg * len(scores) if loss == "lambdarank" else 1.0 + dndcg * len(scores)
-        w = w * better_t
-    if float(w.sum()) <= 0:
-        return None
-    return (torch.nn.functional.softplus(-diff) * w).sum() / w.sum()
-
-
 class SequenceBaseline:
     """TLP-style ranking model on the action tokens only (``sequence_only`` in ``cwm eval``)."""
 
@@ -227,7 +200,7 @@ class SequenceBaseline:
                         ti, idx = groups[gi]
                         arrays, lat = tasks[ti]
                         scores = self.model(*_to_torch(arrays, idx))
-                        loss = _pair_loss(scores, lat[idx], self.cfg.loss)
+                        loss = pair_loss(scores, lat[idx], self.cfg.loss)
                         if loss is None:
                             continue
                         opt.zero_grad()
