@@ -77,6 +77,7 @@ def test_probe_on_the_tiny_dataset(tiny_dataset, tiny_model_dir, tmp_path):
     for name, m in res["representations"].items():
         assert 0.0 <= m["pairwise_acc"] <= 1.0, name
     assert res["representations"]["z0"]["pairwise_acc"] == 0.0  # constant within a task: all ties
+    assert res["rank_transition"]["readout"] == "axis"  # zt_rank: a transition trained in each fold
     assert np.isfinite(res["store_decoder_std_mse"]["fit"])
     assert len(list(cache.glob("*.npz"))) == len(train_keys)  # only training tasks are probed
     again = run_probe(tiny_dataset, tiny_model_dir, folds=2, cache_dir=cache, max_candidates=8, log=lambda *_: None)

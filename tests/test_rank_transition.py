@@ -95,3 +95,23 @@ def test_saved_transition_loads_into_the_same_form(trained, tmp_path):
     fresh.load_state_dict(load_file(str(tmp_path / "transition.safetensors")))
     for k, v in model.state_dict().items():
         assert torch.equal(fresh.state_dict()[k], v), k
+
+
+def test_cross_fit_rows_come_from_transitions_that_never_saw_the_task(start, tasks):
+    import dataclasses
+
+    from cwm.model.rank_transition import fit_with_ranker_rows, task_parts
+
+    parts = task_parts(len(tasks), 3, 0)
+    assert sorted(np.concatenate(parts).tolist()) == list(range(len(tasks)))
+    cfg = dataclasses.replace(CFG, epochs=3, cross_fit=3)
+    model, _, rows = fit_with_ranker_rows(start, tasks, cfg)
+    full = rollouts(model, tasks)
+    for part in parts:  # each part's rows are the rollouts of a transition trained on the other parts
+        inner, _ = train_rank_transition(start, [t for i, t in enumerate(tasks) if i not in set(part.tolist())], cfg)
+        for i, z in zip(part, rollouts(inner, [tasks[i] for i in part])):
+            np.testing.assert_array_equal(rows[i], z)
+            assert not np.array_equal(rows[i], full[i])
+    _, _, own = fit_with_ranker_rows(start, tasks, dataclasses.replace(cfg, cross_fit=0))
+    for a, b in zip(own, full):
+        np.testing.assert_array_equal(a, b)

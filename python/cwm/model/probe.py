@@ -232,14 +232,17 @@ def cross_validate(tasks: list[dict], folds: int, seed: int, ranker_cfg, log=pri
 
 
 def _fold_rank_rollouts(transition, rank_cfg, fit: list[dict], val: list[dict], log) -> None:
-    """Train the ranking transition on ``fit`` and set every task's ``zt_rank`` from it."""
-    from cwm.model.rank_transition import RankTransitionConfig, rollouts, train_rank_transition
+    """Train the ranking transition on ``fit`` and set every task's ``zt_rank``: the validation
+    tasks' from it, the fitting tasks' out of fold when ``rank_cfg.cross_fit > 1``."""
+    from cwm.model.rank_transition import RankTransitionConfig, fit_with_ranker_rows, rollouts
 
     if transition is None:
         raise ValueError("zt_rank needs the model's transition to start from")
     start = time.perf_counter()
-    trained, history = train_rank_transition(transition, fit, rank_cfg or RankTransitionConfig(), log=None)
-    for t, z in zip(fit + val, rollouts(trained, fit + val)):
+    trained, history, rows = fit_with_ranker_rows(transition, fit, rank_cfg or RankTransitionConfig())
+    for t, z in zip(fit, rows):
+        t["zt_rank"] = z
+    for t, z in zip(val, rollouts(trained, val)):
         t["zt_rank"] = z
     log(f"rank transition: {len(history)} epochs, loss {history[0]:.4f} -> {history[-1]:.4f} "
         f"({time.perf_counter() - start:.0f} s)")

@@ -46,6 +46,10 @@ class RankTransitionConfig:
     threads: int = 2
     time_budget_s: float = 900.0
     clip_norm: float = 1.0
+    #: k > 1: the ranker's training rows get *out-of-fold* rollouts (k transitions, each trained
+    #: without a k-th of the tasks, roll out that k-th), so the ranker learns how far to trust the
+    #: rollout on tasks the transition never saw; 0: the rows get the final transition's rollouts
+    cross_fit: int = 0
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -150,6 +154,28 @@ def rollouts(transition, tasks: list[dict]) -> list[np.ndarray]:
         z = np.ascontiguousarray(np.repeat(np.asarray(t["z0"], np.float32)[None], len(t["lat"]), 0))
         out.append(core.rollout(z, t["fb"].ints, t["fb"].numbers))
     return out
+
+
+def task_parts(n: int, k: int, seed: int) -> list[np.ndarray]:
+    """Indices ``0..n-1`` dealt into ``k`` seeded parts (every index in exactly one)."""
+    order = np.random.default_rng([seed, n, k]).permutation(n)
+    return [np.sort(order[i::k]) for i in range(k)]
+
+
+def fit_with_ranker_rows(transition, tasks: list[dict], cfg: RankTransitionConfig = RankTransitionConfig(),
+                         log=None):
+    """``(model, history, rows)``: the transition trained on every task, and the rollouts the
+    ranker's training rows should use (out of fold when ``cfg.cross_fit > 1``, else the model's own)."""
+    model, history = train_rank_transition(transition, tasks, cfg, log)
+    if cfg.cross_fit <= 1:
+        return model, history, rollouts(model, tasks)
+    rows: list = [None] * len(tasks)
+    for part in task_parts(len(tasks), cfg.cross_fit, cfg.seed):
+        held = set(part.tolist())
+        inner, _ = train_rank_transition(transition, [t for i, t in enumerate(tasks) if i not in held], cfg)
+        for i, z in zip(part, rollouts(inner, [tasks[i] for i in part])):
+            rows[i] = z
+    return model, history, rows
 
 
 def save_transition(transition, directory, meta: dict) -> None:
