@@ -305,6 +305,32 @@ def probe_cv_table(_r) -> list[str]:
     return out + [""]
 
 
+def rank_transition_table(r) -> list[str]:
+    """``cwm probe --representations zt_rank+stats,...``: the TransH fine-tuned with the ranking loss
+    in each fold (decision 56), beside the shipped rollout and the no-transition input; the
+    cross-fitted variant's run (``probe_network_rank_crossfit.json``) joins as a row."""
+    def cfg_text(run) -> str:
+        c = run.get("rank_transition") or {}
+        fit = f", {c['cross_fit']}-way cross-fit" if c.get("cross_fit", 0) > 1 else ""
+        return f"{c.get('epochs')} epochs, lr {c.get('lr')}, anchor {c.get('anchor_weight')}{fit}"
+
+    rows = [("zt_hat+stats", "shipped rollout `[ẑ_T - z_0, S]`", r), ("z0+stats", "no transition `[z_0, S]`", r),
+            ("zt_rank+stats", f"rank-trained rollout ({cfg_text(r)})", r)]
+    extra = os.path.join(HERE, "results", "probe_network_rank_crossfit.json")
+    if os.path.isfile(extra):
+        x = json.load(open(extra))
+        rows.append(("zt_rank+stats", f"rank-trained rollout ({cfg_text(x)})", x))
+    out = [f"**TransH fine-tuned with the ranking loss, trained inside each fold** (`cwm probe --ranker model "
+           f"--group-by network --fit-only-data data/dataset_breadth`, decision 56; {r['tasks']} training tasks "
+           f"validated, {r['fit_only_tasks']} breadth tasks fitted on; {r.get('cpu')}; {r['date']})", "",
+           "| ranker input | top-1 | per-task top-1 | pairwise |", "|---|---|---|---|"]
+    for key, label, run in rows:
+        m = run["representations"].get(key)
+        if m:
+            out.append(f"| {label} | {m['top1']:.3f} | {m['top1_task_mean']:.3f} | {m['pairwise_acc']:.3f} |")
+    return out + [""]
+
+
 def corpus_breadth_table(r) -> list[str]:
     """``bench/corpus_breadth.py``: decoder error on unseen generated workloads vs training breadth."""
     out = [f"**Breadth** (`bench/corpus_breadth.py`; ridge decoder from the rollout to the final state's per-store "
@@ -364,11 +390,15 @@ def captioned(render, caption: str):
 
 
 #: result file -> renderer, in README order
-TABLES = (("ranking.json", ranking_table), ("probe_network.json", probe_cv_table), ("probe.json", probe_table), ("corpus_breadth.json", corpus_breadth_table),
+TABLES = (("ranking.json", ranking_table), ("probe_network.json", probe_cv_table),
+          ("probe_network_rank.json", rank_transition_table), ("probe.json", probe_table), ("corpus_breadth.json", corpus_breadth_table),
           ("transition_corpus.json", transition_corpus_table),
           ("search_wide.json", captioned(search_table, "Search profiles at the same 64 measured trials: "
                                           "`@wide` is `cwm.tuning.settings.SEARCH_PROFILES['wide']`, "
                                           "MetaSchedule's own search breadth (issue #12, deliverable 6)")),
+          ("search_se.json", captioned(search_table, "Sample efficiency with the shipped model: CWM at up to 128 "
+                                        "trials against MetaSchedule's default at 640 (issue #12), and the same "
+                                        "3 tasks at 64 trials")),
           ("search_v4.json", search_table),  # model v4's cwm runs; the baselines' runs are those of search.json
           ("search.json", search_table),
           ("e2e_v3_t64.json", captioned(e2e_table, "The 8-network run with model v4 against TVM's own pipeline "
