@@ -11,7 +11,6 @@ MODEL_DIR --transition OUT`` swaps in before it refits the ranker on the new rol
 from __future__ import annotations
 
 import argparse
-import json
 import time
 
 
@@ -24,22 +23,17 @@ def main(argv=None) -> int:
     ap.add_argument("--set", action="append", default=[], metavar="FIELD=JSON",
                     help="override a field of RankTransitionConfig (repeatable)")
     args = ap.parse_args(argv)
-    import dataclasses
-
     from cwm import native
     from cwm.dataset.union import open_datasets
+    from cwm.model.config_fields import parse_assignments, with_fields
     from cwm.model.rank_transition import RankTransitionConfig, save_transition, train_rank_transition
     from cwm.model.train import _data_hash, _training_trajectories
     from cwm.model.world_model import WorldModel
 
-    fields = {f.name for f in dataclasses.fields(RankTransitionConfig)}
-    overrides = {}
-    for item in args.set:
-        name, sep, value = item.partition("=")
-        if not sep or name not in fields:
-            raise SystemExit(f"--set {item!r}: expected FIELD=JSON with FIELD one of {sorted(fields)}")
-        overrides[name] = json.loads(value)
-    cfg = RankTransitionConfig(**overrides)
+    try:
+        cfg = with_fields(RankTransitionConfig(), parse_assignments(args.set), "rank transition config")
+    except ValueError as error:
+        raise SystemExit(f"--set {error}")
     start = time.time()
     model = WorldModel.load(args.model_dir)
     loader = open_datasets([args.data, *args.extra_data])

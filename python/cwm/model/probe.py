@@ -317,13 +317,13 @@ def run_probe(data, model_dir, folds: int = 5, seed: int = 0, cache_dir=None, ma
     else:
         raise ValueError(f"ranker must be 'probe' or 'model', not {ranker!r}")
     if ranker_set:
-        import dataclasses
+        from cwm.model.config_fields import with_fields
 
-        known_fields = {f.name for f in dataclasses.fields(ranker_cfg)}
-        unknown = sorted(set(ranker_set) - known_fields)
-        if unknown:
-            raise ValueError(f"unknown ranker config field(s) {unknown}; choose from {sorted(known_fields)}")
-        ranker_cfg = dataclasses.replace(ranker_cfg, **ranker_set)
+        ranker_cfg = with_fields(ranker_cfg, ranker_set, "ranker config")
+    if with_fb and rank_cfg is None:
+        from cwm.model.rank_transition import RankTransitionConfig
+
+        rank_cfg = RankTransitionConfig()
     fold_seeds = list(fold_seeds) if fold_seeds else [seed]
     runs = [cross_validate(tasks, folds, s, ranker_cfg, log, names, fit_only, group_by, model.transition, rank_cfg)
             for s in fold_seeds]
@@ -338,14 +338,8 @@ def run_probe(data, model_dir, folds: int = 5, seed: int = 0, cache_dir=None, ma
             "ranker": {"config": ranker, "n_estimators": ranker_cfg.n_estimators, "max_depth": ranker_cfg.max_depth,
                        "objective": ranker_cfg.objective, "pair_top_k": ranker_cfg.pair_top_k,
                        "parallel_trees": ranker_cfg.parallel_trees, "set": dict(ranker_set or {})},
-            **({"rank_transition": (rank_cfg or _default_rank_cfg()).to_dict()} if with_fb else {}),
+            **({"rank_transition": rank_cfg.to_dict()} if with_fb else {}),
             "seconds": round(time.perf_counter() - start, 1), **result}
-
-
-def _default_rank_cfg():
-    from cwm.model.rank_transition import RankTransitionConfig
-
-    return RankTransitionConfig()
 
 
 def _mean_of_runs(runs: list[dict]) -> dict:
@@ -399,20 +393,6 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--out", default="bench/results/probe.json")
 
 
-def _field_values(p, flag: str, items) -> dict:
-    """``FIELD=JSON`` items as a dict (a parser error names the bad one)."""
-    out = {}
-    for item in items:
-        field_name, sep, value = item.partition("=")
-        try:
-            if not sep:
-                raise ValueError("no '='")
-            out[field_name.strip()] = json.loads(value)
-        except ValueError as error:
-            p.error(f"{flag} {item!r}: expected FIELD=JSON-VALUE ({error})")
-    return out
-
-
 def main(argv) -> int:
     p = argparse.ArgumentParser(prog="python -m cwm probe", description=__doc__.splitlines()[0])
     add_arguments(p)
@@ -426,18 +406,20 @@ def main(argv) -> int:
     if bad:
         p.error(f"unknown representation(s) {bad}; choose from {', '.join(REPRESENTATIONS)}")
     fold_seeds = [int(x) for x in args.fold_seeds.split(",")] if args.fold_seeds else None
-    ranker_set = _field_values(p, "--ranker-set", args.ranker_set)
+    from cwm.model.config_fields import parse_assignments, with_fields
+
+    try:
+        ranker_set = parse_assignments(args.ranker_set)
+    except ValueError as error:
+        p.error(f"--ranker-set {error}")
     rank_cfg = None
     if args.rank_set:
-        import dataclasses
-
         from cwm.model.rank_transition import RankTransitionConfig
 
-        rank_set = _field_values(p, "--rank-set", args.rank_set)
-        unknown = sorted(set(rank_set) - {f.name for f in dataclasses.fields(RankTransitionConfig)})
-        if unknown:
-            p.error(f"--rank-set: unknown field(s) {unknown}")
-        rank_cfg = RankTransitionConfig(**rank_set)
+        try:
+            rank_cfg = with_fields(RankTransitionConfig(), parse_assignments(args.rank_set), "rank transition config")
+        except ValueError as error:
+            p.error(f"--rank-set {error}")
     result = run_probe(args.data, args.model_dir or default_model_dir(), args.folds, args.seed, args.cache_dir,
                        args.max_tasks, args.max_candidates or None, fit_only_data=args.fit_only_data, names=names,
                        fold_seeds=fold_seeds, ranker=args.ranker, group_by=args.group_by, ranker_set=ranker_set,

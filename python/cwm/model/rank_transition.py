@@ -100,7 +100,7 @@ def train_rank_transition(transition, tasks: list[dict], cfg: RankTransitionConf
                 for t in usable:
                     arrays, lengths, lat = _task_tensors(t, tcfg)
                     z0 = torch.from_numpy(np.repeat(np.asarray(t["z0"], np.float32)[None], len(lat), 0))
-                    data.append((arrays, lengths, lat, z0, transition(z0, *arrays)))
+                    data.append((arrays, lengths, lat, z0, transition(z0, *arrays) if cfg.anchor_weight else None))
             head = torch.nn.Linear(tcfg.dim, 1, bias=False) if cfg.readout == "linear" else None
             scale = torch.nn.Parameter(torch.tensor(10.0))
             params = list(model.parameters()) + [scale] + (list(head.parameters()) if head else [])
