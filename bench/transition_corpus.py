@@ -2,8 +2,9 @@
 prefix states, and check what transfers (issue #12, deliverable 3; a measurement, not the shipped
 model).
 
-The architecture is the shipped one (so the C++ core could evaluate it unchanged); only the
-training signal is new: a decoder head reads the rolled-out state after 1/3, 2/3 and all of
+The architecture is TransH (with ``--state-dependent``, the form whose action parameters read the
+state, ``TransitionConfig.state_dependent``; the C++ core evaluates both); the training signal is
+new: a decoder head reads the rolled-out state after 1/3, 2/3 and all of
 each trajectory's actions and must give the pooled per-store features of the real state there
 (multi-step loss). Trained on 75% of the corpus workloads; reported on the held-out 25% (by
 family) and on the measured dataset's *training* tasks, whose ranking is the probe's
@@ -66,35 +67,6 @@ class Decoder:
         self.net = torch.nn.Sequential(torch.nn.Linear(dim, 256), torch.nn.GELU(), torch.nn.Linear(256, width))
 
 
-def state_dependent(transition):
-    """The shipped TransH with its action parameters also reading the state: the hidden layer
-    sees ``embed(a_t) + S z_{t-1}`` (S starts at 0, so training starts from the shipped model).
-    A tile factor only means something against the extent it splits, which lives in the state.
-    An experiment: the C++ core does not evaluate this form."""
-    import torch
-
-    class StateDependentTransH(torch.nn.Module):
-        def __init__(self, base):
-            super().__init__()
-            self.base, self.cfg = base, base.cfg
-            self.state = torch.nn.Linear(base.cfg.dim, base.cfg.hidden, bias=False)
-            torch.nn.init.zeros_(self.state.weight)
-
-        def forward(self, z0, kind, hashed, small, numbers, return_all: bool = False):
-            x = self.base.embed(kind, hashed, small, numbers)
-            live = (kind != 0).unsqueeze(-1).to(z0.dtype)
-            z, out = z0, [z0]
-            for t in range(kind.shape[1]):
-                w_raw, d = self.base.out(torch.relu(x[:, t] + self.state(z))).split(self.cfg.dim, dim=-1)
-                w = w_raw / w_raw.norm(dim=-1, keepdim=True).clamp_min(1e-6)
-                z = live[:, t] * self.base.step(z, w, d) + (1 - live[:, t]) * z
-                if return_all:
-                    out.append(z)
-            return torch.stack(out, 1) if return_all else z
-
-    return StateDependentTransH(transition)
-
-
 def rollout_prefix_states(transition, task, tcfg):
     """``[N, P, D]`` rolled-out states at the task's prefix points (torch, with autograd)."""
     import torch
@@ -135,13 +107,13 @@ def main(argv=None) -> int:
     p.add_argument("--minutes", type=float, default=15.0, help="stop training after this long")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--state-dependent", action="store_true",
-                   help="action parameters also read the state (experiment; not evaluable by the C++ core)")
+                   help="action parameters also read the state (TransitionConfig.state_dependent)")
     p.add_argument("--hidden", type=int, default=None,
                    help="a fresh TransH with this hidden size instead of the shipped weights (experiment)")
     p.add_argument("--out", default=None, help="default bench/results/transition_corpus[_state][_hN].json")
     p.add_argument("--save", default=None,
-                   help="also write the trained TransH (transition.safetensors, the shipped architecture only) "
-                        "and its decoder (decoder.safetensors) to this directory")
+                   help="also write the trained TransH (transition.safetensors + transition.json, for "
+                        "tools/refit_ranker.py --transition) and its decoder (decoder.safetensors) to this directory")
     args = p.parse_args(argv)
     import torch
 
@@ -168,7 +140,11 @@ def main(argv=None) -> int:
 
         tcfg = replace(tcfg, hidden=args.hidden)
         base = TransH(tcfg)
-    transition = state_dependent(base) if args.state_dependent else base
+    if args.state_dependent:
+        from cwm.model.transition import with_state_read
+
+        base = with_state_read(base)  # S = 0: starts as the plain rollout
+    transition, tcfg = base, base.cfg
     transition.train()
     opt = torch.optim.Adam(list(transition.parameters()) + list(dec.net.parameters()), lr=3e-3)
     before = {"fit": errors(transition, dec, fit, tcfg), "heldout": errors(transition, dec, held, tcfg)}
@@ -217,8 +193,6 @@ def save_weights(out: Path, transition, dec, tcfg, args) -> None:
     """The trained transition in the model directory's layout, and its decoder with the scales."""
     from safetensors.numpy import save_file
 
-    if args.state_dependent:
-        raise SystemExit("--save: the state-dependent form is an experiment the C++ core does not evaluate")
     out.mkdir(parents=True, exist_ok=True)
     save_file({k: v.detach().cpu().numpy() for k, v in transition.state_dict().items()},
               str(out / "transition.safetensors"))

@@ -91,7 +91,8 @@ py::ssize_t CheckActionArrays(const I32& ints, const F32& nums) {
 
 class TransitionCore {
  public:
-  TransitionCore(py::dict weights, int dim, int hash_buckets, int small_vocab, bool normalize_state) {
+  TransitionCore(py::dict weights, int dim, int hash_buckets, int small_vocab, bool normalize_state,
+                 bool state_dependent) {
     auto get = [&](const char* k) {
       if (!weights.contains(k)) throw py::value_error(std::string("transition weights lack '") + k + "'");
       return F32::ensure(weights[k]);
@@ -108,8 +109,11 @@ class TransitionCore {
     w_.numbers_b = Flat(get("numbers_b"), {H}, "numbers_b");
     w_.out_w = Flat(out_w, {2 * dim, H}, "out_w");
     w_.out_b = Flat(get("out_b"), {2 * dim}, "out_b");
+    w_.state_dependent = state_dependent;
+    if (state_dependent) w_.state_w = Flat(get("state_w"), {H, dim}, "state_w");
+    else if (weights.contains("state_w")) throw py::value_error("state_w given for a transition that does not read the state");
     try {
-      w_.Check();
+      w_.Prepare();
     } catch (const std::invalid_argument& e) {
       throw py::value_error(e.what());
     }
@@ -195,8 +199,9 @@ PYBIND11_MODULE(_native, m) {
   m.def("featurize_batch", &FeaturizeBatch, py::arg("traces"), py::arg("num_threads") = 1,
         "Trace JSON texts -> (ints[B,T,C] int32, numbers[B,T,N] float32, lengths[B], unknown[B])");
   py::class_<TransitionCore>(m, "TransitionCore")
-      .def(py::init<py::dict, int, int, int, bool>(), py::arg("weights"), py::arg("dim"), py::arg("hash_buckets"),
-           py::arg("small_vocab"), py::arg("normalize_state"))
+      .def(py::init<py::dict, int, int, int, bool, bool>(), py::arg("weights"), py::arg("dim"),
+           py::arg("hash_buckets"), py::arg("small_vocab"), py::arg("normalize_state"),
+           py::arg("state_dependent") = false)
       .def("rollout", &TransitionCore::Rollout, py::arg("z0"), py::arg("ints"), py::arg("numbers"),
            py::arg("all_states") = false, py::arg("num_threads") = 1,
            "z0 [B,D] f32, ints [B,T,14] i32, numbers [B,T,10] f32 -> z_T [B,D] (or all states [B,T+1,D])")

@@ -18,10 +18,9 @@ void Expect(bool ok, const std::string& what) {
   if (!ok) throw std::invalid_argument("transition weights: " + what);
 }
 
-// One action -> (w [dim], d [dim]); x, y are scratch of size hidden and 2 * dim.
-void ActionParams(const TransitionWeights& W, const int32_t* row, const float* nums, std::vector<double>& x,
-                  std::vector<double>& y, std::vector<double>& wv, std::vector<double>& dv) {
-  const int H = W.hidden, D = W.dim;
+// One action -> its hidden pre-activation embed(a) [hidden].
+void ActionEmbedding(const TransitionWeights& W, const int32_t* row, const float* nums, double* x) {
+  const int H = W.hidden;
   int kind = std::min(std::max(row[0], 0), W.num_kinds - 1);
   double ln[kNumNumbers];
   for (int k = 0; k < kNumNumbers; ++k) {
@@ -47,23 +46,42 @@ void ActionParams(const TransitionWeights& W, const int32_t* row, const float* n
     const float* e = &W.small[(static_cast<size_t>(j) * W.small_vocab + idx) * H];
     for (int h = 0; h < H; ++h) x[h] += e[h];
   }
-  for (int h = 0; h < H; ++h) x[h] = std::max(x[h], 0.0);
-  for (int o = 0; o < 2 * D; ++o) {
-    const float* ow = &W.out_w[static_cast<size_t>(o) * H];
-    double acc = W.out_b[o];
-    for (int h = 0; h < H; ++h) acc += ow[h] * x[h];
-    y[o] = acc;
+}
+
+// Hidden activation relu(x) [hidden] -> (w [dim], d [dim]) into wd [2 * dim]; y is scratch [2 * dim].
+// y[o] = out_b[o] + sum_h out_w[o, h] x[h], summed over h in order (as one accumulator per o).
+void ParamsOfHidden(const TransitionWeights& W, const double* x, double* y, double* wd) {
+  const int H = W.hidden, D = W.dim;
+  for (int o = 0; o < 2 * D; ++o) y[o] = W.out_b[o];
+  for (int h = 0; h < H; ++h) {
+    const float* ow = &W.out_wt[static_cast<size_t>(h) * 2 * D];
+    const double xh = x[h];
+    for (int o = 0; o < 2 * D; ++o) y[o] += ow[o] * xh;
   }
   double norm = 0;
   for (int i = 0; i < D; ++i) norm += y[i] * y[i];
   norm = std::max(std::sqrt(norm), 1e-6);
-  for (int i = 0; i < D; ++i) wv[i] = y[i] / norm, dv[i] = y[D + i];
+  for (int i = 0; i < D; ++i) wd[i] = y[i] / norm, wd[D + i] = y[D + i];
+}
+
+// z <- n(z - (w . z) w + d)
+void Step(const TransitionWeights& W, const double* wv, const double* dv, std::vector<double>& z) {
+  const int D = W.dim;
+  double dot = 0;
+  for (int i = 0; i < D; ++i) dot += wv[i] * z[i];
+  for (int i = 0; i < D; ++i) z[i] = z[i] - dot * wv[i] + dv[i];
+  if (W.normalize_state) {
+    double n = 0;
+    for (int i = 0; i < D; ++i) n += z[i] * z[i];
+    n = std::max(std::sqrt(n), 1e-6);
+    for (int i = 0; i < D; ++i) z[i] /= n;
+  }
 }
 
 void RolloutRange(const TransitionWeights& W, const float* z0, const int32_t* ints, int begin, int end, int steps,
                   bool all_states, const std::vector<const double*>& params, float* out) {
-  const int D = W.dim;
-  std::vector<double> z(D);
+  const int D = W.dim, H = W.hidden;
+  std::vector<double> z(D), x(W.state_dependent ? H : 0), y(2 * D), wd(2 * D);
   for (int b = begin; b < end; ++b) {
     for (int i = 0; i < D; ++i) z[i] = z0[static_cast<size_t>(b) * D + i];
     float* dst = all_states ? out + static_cast<size_t>(b) * (steps + 1) * D : out + static_cast<size_t>(b) * D;
@@ -72,15 +90,18 @@ void RolloutRange(const TransitionWeights& W, const float* z0, const int32_t* in
     for (int t = 0; t < steps; ++t) {
       const size_t at = static_cast<size_t>(b) * steps + t;
       if (ints[at * kIntColumns] != 0) {  // <pad> keeps the state
-        const double *wv = params[at], *dv = params[at] + D;
-        double dot = 0;
-        for (int i = 0; i < D; ++i) dot += wv[i] * z[i];
-        for (int i = 0; i < D; ++i) z[i] = z[i] - dot * wv[i] + dv[i];
-        if (W.normalize_state) {
-          double n = 0;
-          for (int i = 0; i < D; ++i) n += z[i] * z[i];
-          n = std::max(std::sqrt(n), 1e-6);
-          for (int i = 0; i < D; ++i) z[i] /= n;
+        if (W.state_dependent) {  // x = relu(embed(a) + S z) (summed over i in order), then (w, d)
+          std::copy(params[at], params[at] + H, x.begin());
+          for (int i = 0; i < D; ++i) {
+            const float* sw = &W.state_wt[static_cast<size_t>(i) * H];
+            const double zi = z[i];
+            for (int h = 0; h < H; ++h) x[h] += sw[h] * zi;
+          }
+          for (int h = 0; h < H; ++h) x[h] = std::max(x[h], 0.0);
+          ParamsOfHidden(W, x.data(), y.data(), wd.data());
+          Step(W, wd.data(), wd.data() + D, z);
+        } else {
+          Step(W, params[at], params[at] + D, z);
         }
       }
       if (all_states)
@@ -114,13 +135,29 @@ void TransitionWeights::Check() const {
   Expect(numbers_b.size() == static_cast<size_t>(hidden), "numbers_b must be [hidden]");
   Expect(out_w.size() == static_cast<size_t>(2) * dim * hidden, "out_w must be [2 * dim, hidden]");
   Expect(out_b.size() == static_cast<size_t>(2) * dim, "out_b must be [2 * dim]");
+  Expect(state_w.size() == (state_dependent ? static_cast<size_t>(hidden) * dim : 0),
+         state_dependent ? "state_w must be [hidden, dim]" : "state_w must be empty unless state_dependent");
+}
+
+void TransitionWeights::Prepare() {
+  Check();
+  const size_t H = hidden, D = dim;
+  out_wt.assign(H * 2 * D, 0.0f);
+  for (size_t o = 0; o < 2 * D; ++o)
+    for (size_t h = 0; h < H; ++h) out_wt[h * 2 * D + o] = out_w[o * H + h];
+  state_wt.assign(state_dependent ? D * H : 0, 0.0f);
+  for (size_t h = 0; h < (state_dependent ? H : 0); ++h)
+    for (size_t i = 0; i < D; ++i) state_wt[i * H + h] = state_w[h * D + i];
 }
 
 void Rollout(const TransitionWeights& W, const float* z0, const int32_t* ints, const float* numbers, int batch,
              int steps, bool all_states, float* out, int num_threads, ActionParamCache* cache) {
+  if (W.out_wt.size() != W.out_w.size() || W.state_wt.size() != W.state_w.size())
+    throw std::invalid_argument("transition weights: call Prepare() before Rollout()");
   ActionParamCache local;
   ActionParamCache& c = cache ? *cache : local;
   const int D = W.dim;
+  const size_t entry = W.state_dependent ? static_cast<size_t>(W.hidden) : static_cast<size_t>(2) * D;
   const size_t n = static_cast<size_t>(batch) * steps;
   if (c.index_.size() > c.max_entries_) c.clear();  // bounded memory (max entries + one batch)
   // 1) distinct action rows -> cache slots (calling thread only)
@@ -135,20 +172,25 @@ void Rollout(const TransitionWeights& W, const float* z0, const int32_t* ints, c
     auto it = c.index_.find(key);
     if (it == c.index_.end()) {
       size_t off = c.params_.size();
-      c.params_.resize(off + 2 * D);
+      c.params_.resize(off + entry);
       it = c.index_.emplace(key, off).first;
       todo.push_back(off), todo_row.push_back(at);
     }
     slot[at] = it->second;
   }
-  // 2) compute the new rows' (w, d), in parallel
+  // 2) compute the new rows' entries (embed(a), and (w, d) of the plain form), in parallel
   Parallel(static_cast<int>(todo.size()), num_threads, [&](int begin, int end) {
-    std::vector<double> x(W.hidden), y(2 * D), wv(D), dv(D);
+    std::vector<double> x(W.hidden), y(2 * D);
     for (int k = begin; k < end; ++k) {
       size_t at = todo_row[k];
-      ActionParams(W, ints + at * kIntColumns, numbers + at * kNumNumbers, x, y, wv, dv);
-      std::copy(wv.begin(), wv.end(), c.params_.begin() + todo[k]);
-      std::copy(dv.begin(), dv.end(), c.params_.begin() + todo[k] + D);
+      double* dst = c.params_.data() + todo[k];
+      if (W.state_dependent) {
+        ActionEmbedding(W, ints + at * kIntColumns, numbers + at * kNumNumbers, dst);
+      } else {
+        ActionEmbedding(W, ints + at * kIntColumns, numbers + at * kNumNumbers, x.data());
+        for (double& v : x) v = std::max(v, 0.0);
+        ParamsOfHidden(W, x.data(), y.data(), dst);
+      }
     }
   });
   // 3) roll out, in parallel over candidates

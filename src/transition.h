@@ -1,5 +1,6 @@
 // Batched TransH rollout: z_t = n(z - (w_a . z) w_a + d_a), the native twin of
-// cwm.model.transition.rollout_numpy (the specification) for trained weights.
+// cwm.model.transition.rollout_numpy (the specification) for trained weights. With
+// state_dependent, (w, d) come from relu(embed(a_t) + S z_{t-1}) and change with the state.
 #pragma once
 #include <cstdint>
 #include <stdexcept>
@@ -12,6 +13,7 @@ namespace cwm {
 struct TransitionWeights {
   int dim = 0, hidden = 0, hash_buckets = 0, small_vocab = 0, num_kinds = 0;
   bool normalize_state = true;
+  bool state_dependent = false;
   std::vector<float> kind;       // [num_kinds, hidden]
   std::vector<float> hashed;     // [6, hash_buckets, hidden]
   std::vector<float> small;      // [7, small_vocab, hidden]
@@ -19,15 +21,22 @@ struct TransitionWeights {
   std::vector<float> numbers_b;  // [hidden]
   std::vector<float> out_w;      // [2 * dim, hidden]
   std::vector<float> out_b;      // [2 * dim]
+  std::vector<float> state_w;    // [hidden, dim] when state_dependent, else empty
   void Check() const;            // throws std::invalid_argument on inconsistent sizes
+  // Check(), then the transposed copies Rollout reads (out_w [hidden, 2 * dim], state_w [dim,
+  // hidden]): its inner loops then run over independent outputs, which vectorize, and each
+  // output still sums its terms in the order of the reference (the results are the same bits).
+  void Prepare();
+  std::vector<float> out_wt, state_wt;
 };
 
 constexpr int kHashColumns = 6;   // op0_hash op1_hash operands_hash op0_base_hash str0_hash str1_hash
 constexpr int kSmallColumns = 7;  // phase n_operands op0_axis op0_part op0_depth n_numbers n_strings
 
-// Action parameters (w, d) depend only on the action row, so they are computed once per
-// distinct row and kept here across calls (bounded; cleared when full). Not thread-safe:
-// Rollout fills it on the calling thread before any worker thread reads it.
+// What depends only on the action row is computed once per distinct row and kept here across
+// calls (bounded; cleared when full): the parameters (w, d) of the plain form, the hidden
+// pre-activation embed(a) of the state-dependent one. Not thread-safe: Rollout fills it on the
+// calling thread before any worker thread reads it.
 class ActionParamCache {
  public:
   explicit ActionParamCache(size_t max_entries = 1 << 16) : max_entries_(max_entries) {}
@@ -39,7 +48,7 @@ class ActionParamCache {
                       float*, int, ActionParamCache*);
   size_t max_entries_;
   std::unordered_map<std::string, size_t> index_;  // row bytes -> offset in params_
-  std::vector<double> params_;                       // [w (dim), d (dim)] per entry
+  std::vector<double> params_;                       // [w (dim), d (dim)] or [embed (hidden)] per entry
 };
 
 // Rolls `batch` states z0 [batch, dim] through actions ints [batch, steps, kIntColumns] and

@@ -15,7 +15,17 @@ def _weights(cfg: TransitionConfig, rng):
     return {"kind": rng.normal(size=(len(KINDS), h)), "hashed": rng.normal(size=(6, cfg.hash_buckets, h)) * 0.3,
             "small": rng.normal(size=(7, cfg.small_vocab, h)) * 0.3, "numbers_w": rng.normal(size=(h, NUM_NUMBERS)) * 0.3,
             "numbers_b": rng.normal(size=h), "out_w": rng.normal(size=(2 * d, h)) / np.sqrt(h),
-            "out_b": rng.normal(size=2 * d) * 0.1}
+            "out_b": rng.normal(size=2 * d) * 0.1,
+            **({"state_w": rng.normal(size=(h, d)) * _state_scale(cfg)} if cfg.state_dependent else {})}
+
+
+def _state_scale(cfg: TransitionConfig) -> float:
+    """Random ``S`` for a parity test. Unnormalized states grow to ~100 in 30 steps, and a random
+    ``S`` of unit scale then makes the rollout chaotic: the two twins' float64 summation orders
+    (1e-16) grow to 3e-5 in 20 steps (measured), which is the model's conditioning, not a bug. A
+    small ``S`` keeps that case a test of the code path; normalized states (every shipped model)
+    get a unit-scale ``S``."""
+    return (1.0 if cfg.normalize_state else 0.01) / np.sqrt(cfg.dim)
 
 
 def _actions(rng, b, t, lengths):
@@ -31,11 +41,12 @@ def _actions(rng, b, t, lengths):
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("normalize", [True, False])
-def test_parity_random_shapes_padding_and_empty(seed, normalize):
+@pytest.mark.parametrize("state_dependent", [False, True])
+def test_parity_random_shapes_padding_and_empty(seed, normalize, state_dependent):
     rng = np.random.default_rng(seed)
     cfg = TransitionConfig(dim=int(rng.integers(4, 40)), hidden=int(rng.integers(8, 64)),
                            hash_buckets=int(rng.integers(16, 300)), small_vocab=int(rng.integers(8, 40)),
-                           normalize_state=normalize)
+                           normalize_state=normalize, state_dependent=state_dependent)
     w = _weights(cfg, rng)
     b, t = int(rng.integers(1, 12)), int(rng.integers(0, 30))
     lengths = rng.integers(0, t + 1, b) if t else np.zeros(b, int)
@@ -52,17 +63,20 @@ def test_parity_random_shapes_padding_and_empty(seed, normalize):
     assert np.array_equal(core.rollout(z0, ints, nums)[0], z0[0])  # empty sequence: z_T = z_0
 
 
-def test_parity_with_a_trained_style_model_on_real_traces(trace_records):
+@pytest.mark.parametrize("state_dependent", [False, True])
+def test_parity_with_a_trained_style_model_on_real_traces(trace_records, state_dependent):
     import torch
 
     from cwm.actions import featurize_batch
     from cwm.model.transition import TransH, numpy_weights, tensors
 
     torch.manual_seed(0)
-    cfg = TransitionConfig(dim=32, hidden=64, hash_buckets=128)
+    cfg = TransitionConfig(dim=32, hidden=64, hash_buckets=128, state_dependent=state_dependent)
     m = TransH(cfg).eval()
     with torch.no_grad():
         m.out.weight.normal_(0, 0.05)  # non-zero translations
+        if state_dependent:
+            m.state.weight.normal_(0, 0.5)  # the state moves the action parameters
     fb = featurize_batch([r["trace"] for r in trace_records[::9]])
     z0 = np.random.default_rng(0).normal(size=(fb.ints.shape[0], cfg.dim)).astype(np.float32)
     got = native.transition_core(numpy_weights(m), cfg).rollout(z0, fb.ints, fb.numbers)
@@ -93,3 +107,43 @@ def test_bad_shapes_and_dtypes_raise_value_error():
     bad["out_b"] = bad["out_b"][:3]
     with pytest.raises(ValueError, match="out_b must have shape"):
         native.transition_core(bad, cfg)
+    reads_state = TransitionConfig(dim=8, hidden=16, hash_buckets=32, small_vocab=8, state_dependent=True)
+    with pytest.raises(ValueError, match="lack 'state_w'"):
+        native.transition_core(_weights(cfg, rng), reads_state)
+    with pytest.raises(ValueError, match=r"state_w must have shape \(16, 8\)"):
+        native.transition_core(dict(_weights(cfg, rng), state_w=np.zeros((8, 16))), reads_state)
+    with pytest.raises(ValueError, match="does not read the state"):
+        native.transition_core(_weights(reads_state, rng), cfg)
+
+
+def test_state_read_starts_as_the_plain_rollout(trace_records):
+    """``with_state_read`` adds ``S = 0``: the same states as the plain transition, in torch and
+    natively, and the cached embeddings give the same answer on a second call."""
+    import torch
+
+    from cwm.actions import featurize_batch
+    from cwm.model.transition import TransH, numpy_weights, tensors, with_state_read
+
+    torch.manual_seed(1)
+    cfg = TransitionConfig(dim=16, hidden=32, hash_buckets=64)
+    plain = TransH(cfg).eval()
+    with torch.no_grad():
+        plain.out.weight.normal_(0, 0.05)
+    reads = with_state_read(plain).eval()
+    assert reads.cfg.state_dependent and not reads.state.weight.any()
+    fb = featurize_batch([r["trace"] for r in trace_records[::11]])
+    z0 = np.random.default_rng(1).normal(size=(fb.ints.shape[0], cfg.dim)).astype(np.float32)
+    with torch.no_grad():
+        a = plain(torch.from_numpy(z0), *tensors(fb, cfg)).numpy()
+        b = reads(torch.from_numpy(z0), *tensors(fb, reads.cfg)).numpy()
+    assert np.abs(a - b).max() <= 1e-6  # float32: the same sums in another order
+    core = native.transition_core(numpy_weights(reads), reads.cfg)
+    first = core.rollout(z0, fb.ints, fb.numbers)
+    assert core.cache_size > 0
+    assert np.array_equal(core.rollout(z0, fb.ints, fb.numbers), first)  # from the cache: bit for bit
+    plain_native = native.transition_core(numpy_weights(plain), cfg).rollout(z0, fb.ints, fb.numbers)
+    assert np.array_equal(first, plain_native)  # S = 0 adds exact zeros in float64
+    with torch.no_grad():
+        reads.state.weight.normal_(0.0, 1.0)  # once S is trained, the state changes the rollout
+        moved = reads(torch.from_numpy(z0), *tensors(fb, reads.cfg)).numpy()
+    assert np.abs(moved - a).max() > 1e-3

@@ -152,3 +152,20 @@ def test_encoder_fingerprint_ignores_all_but_the_encoder(tmp_path):
     assert encoder_fingerprint(d) != before
     with pytest.raises(FileNotFoundError, match="encoder"):
         encoder_fingerprint(tmp_path)
+
+
+def test_per_store_features_are_shared_between_models_of_the_same_candidates(tmp_path):
+    """The per-store features replay the candidate and do not depend on the model: a probe of a
+    new model takes them from another model's cache file of the same task, when the measured
+    latencies (the same subset, in the same order) agree, and never from a half-written file."""
+    from cwm.model.probe_features import _cached_store
+
+    lat = np.array([1e-3, np.inf, 2e-3])
+    store, ok = np.arange(6, dtype=np.float32).reshape(3, 2), np.array([True, False, True])
+    np.savez(tmp_path / "k1-oldmodel-n8-s0.npz", lat=lat, store=store, store_ok=ok)
+    np.savez(tmp_path / "k1-other-n8-s0.tmp.npz", lat=lat, store=store + 1, store_ok=ok)
+    got = _cached_store(tmp_path, "k1", 8, 0, lat.copy())
+    assert got is not None and np.array_equal(got[0], store) and np.array_equal(got[1], ok)
+    assert _cached_store(tmp_path, "k1", 8, 0, lat[::-1]) is None  # another subset or order
+    assert _cached_store(tmp_path, "k1", 8, 1, lat) is None  # another seed
+    assert _cached_store(tmp_path, "k2", 8, 0, lat) is None  # another task

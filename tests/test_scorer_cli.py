@@ -160,3 +160,42 @@ def test_cli_on_a_trained_model_via_the_dataset_exporter(tiny_model_dir, tiny_da
         traces = [t.trace for t in loader.trajectories(g["task"])][:8]
         want = model.score(loader.workload(g["task"]), traces, {"kind": "llvm", "num-cores": 2})
         np.testing.assert_allclose(g["scores"], want, rtol=1e-5, atol=1e-5)
+
+
+def _state_reading_model(directory: Path):
+    """The fixture's model with its TransH turned into the state-dependent form (a random ``S``)."""
+    import torch
+
+    from cwm.model.transition import with_state_read
+    from cwm.model.world_model import WorldModel
+
+    model = WorldModel.load(FIXTURE / "model")
+    model.transition = with_state_read(model.transition).eval()
+    model.tcfg = model.transition.cfg
+    torch.manual_seed(0)
+    with torch.no_grad():
+        model.transition.state.weight.normal_(0.0, 1.0)
+    model.save(directory)
+    return WorldModel.load(directory)
+
+
+def test_state_dependent_model_saves_loads_and_scores(workload_mods, model, tmp_path):
+    """The state read is saved in the manifest and read back, and it changes the scores."""
+    reads = _state_reading_model(tmp_path / "model")
+    assert reads.tcfg.state_dependent and reads.transition.state.weight.abs().sum() > 0
+    task = _lines(FIXTURE / "input.jsonl")[0]
+    mod = workload_mods[task["task"]]
+    got, plain = reads.score(mod, task["traces"], task["target"]), model.score(mod, task["traces"], task["target"])
+    assert got.shape == plain.shape and np.abs(got - plain).max() > 1e-3
+
+
+@needs_cli
+def test_cli_matches_python_on_a_state_dependent_model(workload_mods, tmp_path):
+    reads = _state_reading_model(tmp_path / "model")
+    out = tmp_path / "scores.jsonl"
+    proc = subprocess.run([str(CLI), str(tmp_path / "model"), str(FIXTURE / "input.jsonl"), "-o", str(out),
+                           "--threads", "2"], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    for got, task in zip(_lines(out), _lines(FIXTURE / "input.jsonl"), strict=True):
+        want = reads.score(workload_mods[task["task"]], task["traces"], task["target"])
+        np.testing.assert_allclose(got["scores"], want, rtol=1e-5, atol=1e-5)  # as ctest's parity

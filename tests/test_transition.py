@@ -53,5 +53,6 @@ def test_w_is_unit_norm(batch):
     from cwm.model.transition import TransH, TransitionConfig, tensors
 
     cfg = TransitionConfig(dim=16, hidden=32, hash_buckets=64)
-    w, _ = TransH(cfg).action_params(*tensors(batch, cfg))
+    m = TransH(cfg)
+    w, _ = m.params_of_hidden(m.embed(*tensors(batch, cfg)))
     assert torch.allclose(w.norm(dim=-1), torch.ones(w.shape[:-1]), atol=1e-5)

@@ -23,14 +23,20 @@ from pathlib import Path
 
 
 def replace_transition(model, source: Path) -> None:
-    """Load ``source/transition.safetensors`` into the model's TransH; the configs must match."""
+    """Replace the model's TransH by ``source/transition.safetensors`` with the config of
+    ``source/transition.json``. The state size must be the model's (the encoder gives ``z_0`` and
+    the ranker reads ``ẑ_T - z_0``); the hidden size and the state read may differ."""
     import json
 
     from safetensors.torch import load_file
 
+    from cwm.model.transition import TransH, TransitionConfig
+
     saved = json.loads((source / "transition.json").read_text())
-    if saved["transition"] != model.tcfg.to_dict():
-        raise SystemExit(f"{source}: transition config {saved['transition']} is not the model's {model.tcfg.to_dict()}")
+    tcfg = TransitionConfig(**saved["transition"])
+    if tcfg.dim != model.tcfg.dim:
+        raise SystemExit(f"{source}: a transition of state size {tcfg.dim}; the model's encoder gives {model.tcfg.dim}")
+    model.transition, model.tcfg = TransH(tcfg), tcfg
     model.transition.load_state_dict(load_file(str(source / "transition.safetensors")))
     model.transition.eval()
     model._core = None  # the native evaluator holds the old weights

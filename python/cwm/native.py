@@ -82,7 +82,8 @@ def _dumps(obj) -> str:
 def transition_core(weights: dict, cfg):
     """A native TransH evaluator holding ``weights`` (from ``cwm.model.transition.numpy_weights``)."""
     return load().TransitionCore({k: np.ascontiguousarray(v, np.float32) for k, v in weights.items()},
-                                 cfg.dim, cfg.hash_buckets, cfg.small_vocab, cfg.normalize_state)
+                                 cfg.dim, cfg.hash_buckets, cfg.small_vocab, cfg.normalize_state,
+                                 cfg.state_dependent)
 
 
 def _action_arrays(fb) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

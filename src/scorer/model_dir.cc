@@ -72,6 +72,10 @@ ModelDir ReadModelDir(const std::string& dir) {
   const Json* norm = Find(*cfg, "normalize_state");
   if (!norm || !norm->is_bool()) throw ScorerError(manifest_path + ": transition.normalize_state must be a boolean");
   w.normalize_state = norm->b;
+  const Json* reads_state = Find(*cfg, "state_dependent");  // absent in models saved before it existed
+  if (reads_state && !reads_state->is_bool())
+    throw ScorerError(manifest_path + ": transition.state_dependent must be a boolean");
+  w.state_dependent = reads_state && reads_state->b;
   w.num_kinds = static_cast<int>(ActionKinds().size());
 
   const Json* names = Find(m, "feature_names");
@@ -105,8 +109,9 @@ ModelDir ReadModelDir(const std::string& dir) {
   w.numbers_b = Take(tensors, "embed.numbers.bias", {H}, st_path);
   w.out_w = Take(tensors, "out.weight", {2 * D, H}, st_path);
   w.out_b = Take(tensors, "out.bias", {2 * D}, st_path);
+  if (w.state_dependent) w.state_w = Take(tensors, "state.weight", {H, D}, st_path);
   try {
-    w.Check();
+    w.Prepare();
   } catch (const std::invalid_argument& e) {
     throw ScorerError(st_path + ": " + e.what());
   }

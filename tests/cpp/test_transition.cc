@@ -24,7 +24,7 @@ int main() {
   // w_raw = e0 (via out_b), d = e1: z -> z - z0 e0 + e1, then normalised
   TransitionWeights w = Zero(3, 2);
   w.out_b = {1, 0, 0, 0, 1, 0};
-  w.Check();
+  w.Prepare();
   std::vector<float> z0 = {3, 0, 4, 3, 0, 4};
   std::vector<int32_t> ints(2 * 1 * kIntColumns, 0);
   std::vector<float> nums(2 * 1 * kNumNumbers, 0.f);
@@ -40,5 +40,8 @@ int main() {
   TransitionWeights bad = Zero(3, 2);
   bad.out_b.pop_back();
   CHECK(Throws<std::invalid_argument>([&] { bad.Check(); }));
+  TransitionWeights unprepared = Zero(3, 2);  // Rollout reads the transposed copies Prepare() makes
+  CHECK(Throws<std::invalid_argument>(
+      [&] { Rollout(unprepared, z0.data(), ints.data(), nums.data(), 2, 1, false, out.data()); }));
   return Finish("test_transition");
 }

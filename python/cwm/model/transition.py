@@ -9,6 +9,14 @@ weights exactly (issue #5); :func:`rollout_numpy` is the NumPy reference of that
 
 Padded steps (``kind == <pad>``) leave the state unchanged.
 
+``state_dependent`` (default off) lets the action parameters read the state as well: the hidden
+layer is ``relu(embed(a_t) + S z_{t-1})`` (``S`` is ``[hidden, dim]``, no bias). A tile factor
+only means something against the extent it splits, and that extent lives in the state; on the
+unmeasured corpus this form explains half the within-task variance of the final programs'
+per-store features where the plain form explains 9% (docs/world_model_breadth.md, decision 57).
+``(w, d)`` then change with the state, so the native core recomputes the output layer at every
+step instead of caching ``(w, d)`` per distinct action row; it still caches ``embed(a)``.
+
 ``normalize_state`` (default on) puts each new state back on the unit sphere:
 ``z_t = n(z - (w.z) w + d)`` with ``n(x) = x / |x|``. The encoder's states are unit vectors,
 and TransH keeps entity embeddings in the unit ball for the same reason; without it, the
@@ -37,6 +45,7 @@ class TransitionConfig:
     hash_buckets: int = 1024
     small_vocab: int = 32
     normalize_state: bool = True
+    state_dependent: bool = False  # hidden layer reads relu(embed(a_t) + S z_{t-1})
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -84,13 +93,15 @@ def _torch_module():
             self.cfg = cfg
             self.embed = ActionEmbedding(cfg.hidden, cfg.hash_buckets, cfg.small_vocab)
             self.out = nn.Linear(cfg.hidden, 2 * cfg.dim)
+            if cfg.state_dependent:  # starts at 0: the plain form's rollout until trained
+                self.state = nn.Linear(cfg.dim, cfg.hidden, bias=False)
+                nn.init.zeros_(self.state.weight)
             with torch.no_grad():  # start with no translation (d = 0); normals stay random
                 self.out.weight[cfg.dim:].zero_()
                 self.out.bias.zero_()
 
-        def action_params(self, kind, hashed, small, numbers):
-            """``(w, d)``, each ``[..., dim]``; ``w`` has unit norm."""
-            x = self.embed(kind, hashed, small, numbers)
+        def params_of_hidden(self, x):
+            """``(w, d)`` from the hidden pre-activation ``x``; ``w`` has unit norm."""
             w_raw, d = self.out(torch.relu(x)).split(self.cfg.dim, dim=-1)
             w = w_raw / w_raw.norm(dim=-1, keepdim=True).clamp_min(1e-6)
             return w, d
@@ -103,11 +114,14 @@ def _torch_module():
 
         def forward(self, z0, kind, hashed, small, numbers, return_all: bool = False):
             """Roll ``z0 [B, D]`` through actions ``[B, T, ...]``; ``ẑ_T`` or all ``[B, T+1, D]``."""
-            w, d = self.action_params(kind, hashed, small, numbers)
+            x = self.embed(kind, hashed, small, numbers)
+            if not self.cfg.state_dependent:
+                w, d = self.params_of_hidden(x)
             live = (kind != 0).unsqueeze(-1).to(z0.dtype)  # <pad> keeps the state
             z, out = z0, [z0]
             for t in range(kind.shape[1]):
-                z = live[:, t] * self.step(z, w[:, t], d[:, t]) + (1 - live[:, t]) * z
+                wt, dt = self.params_of_hidden(x[:, t] + self.state(z)) if self.cfg.state_dependent else (w[:, t], d[:, t])
+                z = live[:, t] * self.step(z, wt, dt) + (1 - live[:, t]) * z
                 if return_all:
                     out.append(z)
             return torch.stack(out, 1) if return_all else z
@@ -153,7 +167,22 @@ def numpy_weights(model) -> dict[str, np.ndarray]:
         "small": np.stack([sd[f"embed.small.{j}.weight"] for j in range(len(SMALL_COLUMNS))]),
         "numbers_w": sd["embed.numbers.weight"], "numbers_b": sd["embed.numbers.bias"],
         "out_w": sd["out.weight"], "out_b": sd["out.bias"],
+        **({"state_w": sd["state.weight"]} if "state.weight" in sd else {}),
     }
+
+
+def with_state_read(model):
+    """A state-dependent TransH holding ``model``'s weights and ``S = 0``: the same rollout as
+    ``model`` until it is trained (the starting point of a corpus run from a plain transition)."""
+    from dataclasses import replace
+
+    if model.cfg.state_dependent:
+        return model
+    out = TransH(replace(model.cfg, state_dependent=True))
+    missing, unexpected = out.load_state_dict(model.state_dict(), strict=False)
+    if unexpected or missing != ["state.weight"]:
+        raise ValueError(f"not a plain TransH: missing {missing}, unexpected {unexpected}")
+    return out
 
 
 def rollout_numpy(z0: np.ndarray, ints: np.ndarray, numbers: np.ndarray, weights: dict, cfg: TransitionConfig,
@@ -166,14 +195,23 @@ def rollout_numpy(z0: np.ndarray, ints: np.ndarray, numbers: np.ndarray, weights
         x = x + weights["hashed"][j][hashed[..., j]]
     for j in range(small.shape[-1]):
         x = x + weights["small"][j][small[..., j]]
-    y = np.maximum(x, 0) @ weights["out_w"].T.astype(np.float64) + weights["out_b"]
-    w_raw, d = y[..., :cfg.dim], y[..., cfg.dim:]
-    w = w_raw / np.maximum(np.linalg.norm(w_raw, axis=-1, keepdims=True), 1e-6)
+    out_w, out_b = weights["out_w"].T.astype(np.float64), weights["out_b"].astype(np.float64)
+
+    def params(hidden):
+        y = np.maximum(hidden, 0) @ out_w + out_b
+        w_raw, d = y[..., :cfg.dim], y[..., cfg.dim:]
+        return w_raw / np.maximum(np.linalg.norm(w_raw, axis=-1, keepdims=True), 1e-6), d
+
+    if cfg.state_dependent:
+        state_w = weights["state_w"].T.astype(np.float64)  # [dim, hidden]
+    else:
+        w, d = params(x)
     z = z0.astype(np.float64)
     out = [z]
     for t in range(ints.shape[1]):
         live = (kind[:, t] != 0)[:, None]
-        step = z - (w[:, t] * z).sum(-1, keepdims=True) * w[:, t] + d[:, t]
+        wt, dt = params(x[:, t] + z @ state_w) if cfg.state_dependent else (w[:, t], d[:, t])
+        step = z - (wt * z).sum(-1, keepdims=True) * wt + dt
         if cfg.normalize_state:
             step = step / np.maximum(np.linalg.norm(step, axis=-1, keepdims=True), 1e-6)
         z = np.where(live, step, z)
