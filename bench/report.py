@@ -331,6 +331,26 @@ def rank_transition_table(r) -> list[str]:
     return out + [""]
 
 
+def state_transition_table(r) -> list[str]:
+    """``cwm probe --model-dir`` on model copies whose TransH is the state-dependent form trained on
+    the corpus (decision 57), beside the shipped rollout on the same fitting data
+    (``probe_network_breadth300.json``); each run's no-transition row is the same encoder's."""
+    runs = [("probe_network_breadth300.json", "zt_hat+stats", "shipped rollout `[ẑ_T - z_0, S]`")]
+    runs += [(f"probe_network_state_h{h}.json", "zt_hat+stats",
+              f"state-dependent TransH, hidden {h}, trained on the corpus") for h in (64, 256)]
+    runs += [("probe_network_state_h256.json", "z0+stats", "no transition `[z_0, S]`")]
+    out = [f"**The state-dependent TransH trained on the unmeasured corpus, as CWM's ranker input** (`cwm probe "
+           f"--ranker model --group-by network --fit-only-data data/dataset_breadth --model-dir DIR`, decision 57; "
+           f"{r['tasks']} training tasks validated, {r['fit_only_tasks']} breadth tasks fitted on; {r.get('cpu')}; "
+           f"{r['date']})", "", "| ranker input | top-1 | per-task top-1 | pairwise |", "|---|---|---|---|"]
+    for name, key, label in runs:
+        path = os.path.join(HERE, "results", name)
+        m = json.load(open(path))["representations"].get(key) if os.path.isfile(path) else None
+        if m:
+            out.append(f"| {label} | {m['top1']:.3f} | {m['top1_task_mean']:.3f} | {m['pairwise_acc']:.3f} |")
+    return out + [""]
+
+
 def corpus_breadth_table(r) -> list[str]:
     """``bench/corpus_breadth.py``: decoder error on unseen generated workloads vs training breadth."""
     out = [f"**Breadth** (`bench/corpus_breadth.py`; ridge decoder from the rollout to the final state's per-store "
@@ -366,19 +386,23 @@ def transition_corpus_table(r) -> list[str]:
            f"of 3 prefix states; a quarter of the corpus workloads held out; {r['host']}; "
            f"{', '.join(sorted({x['date'] for x in runs}))}). Decoder error of the final state's features in standard units (within task: "
            "1.0 = no difference between a task's candidates); pairwise = task-grouped CV on the zoo's training tasks",
-           "", "| transition | corpus: workloads fitted / held out, trajectories | epochs | error, fitted / held-out "
+           "", "| transition | run | corpus: workloads fitted / held out, trajectories | epochs | error, fitted / held-out "
            "workloads | within task, fitted / held out | zoo pairwise: rollout | rollout + stats | decoded |",
-           "|---|---|---|---|---|---|---|---|"]
-    for x in runs:
+           "|---|---|---|---|---|---|---|---|---|"]
+    for x in sorted(runs, key=lambda x: x["date"]):
         a, z = x["decoder_error_after"], x["zoo"]["ranking"]
-        out.append(f"| {_variant(x)} | {x['workloads']['fit']} / {x['workloads']['heldout']}, {x['trajectories']:,} | "
+        out.append(f"| {_variant(x)} | {x['date']} | {x['workloads']['fit']} / {x['workloads']['heldout']}, "
+                   f"{x['trajectories']:,} | "
                    f"{x['epochs']} | {a['fit']['error']:.3f} / {a['heldout']['error']:.3f} | "
                    f"{a['fit']['within_task']:.3f} / {a['heldout']['within_task']:.3f} | "
                    f"{z['zt_hat']['pairwise_acc']:.3f} | {z['zt_hat+stats']['pairwise_acc']:.3f} | "
                    f"{z['store']['pairwise_acc']:.3f} |")
     b = r["decoder_error_before"]
     out.append(f"\nBefore training (the shipped transition, a fresh decoder): within task {b['fit']['within_task']:.3f}. "
-               "For reference, the shipped rollout ranks at 0.511 and the action stats alone at 0.634 (probe above).")
+               "For reference, in the runs of 2026-12-01 the shipped rollout ranks at 0.511 and the action stats "
+               "alone at 0.634 (probe above); the stats of the runs of 2026-12-03 hold the trace structure "
+               "(decision 44), so their `rollout + stats` column is not comparable with the earlier rows'. "
+               "Network-out CV of the 2026-12-03 transitions: the state-dependent table above (decision 57).")
     return out + [""]
 
 
@@ -391,7 +415,8 @@ def captioned(render, caption: str):
 
 #: result file -> renderer, in README order
 TABLES = (("ranking.json", ranking_table), ("probe_network.json", probe_cv_table),
-          ("probe_network_rank.json", rank_transition_table), ("probe.json", probe_table), ("corpus_breadth.json", corpus_breadth_table),
+          ("probe_network_rank.json", rank_transition_table), ("probe_network_state_h256.json", state_transition_table),
+          ("probe.json", probe_table), ("corpus_breadth.json", corpus_breadth_table),
           ("transition_corpus.json", transition_corpus_table),
           ("search_wide.json", captioned(search_table, "Search profiles at the same 64 measured trials: "
                                           "`@wide` is `cwm.tuning.settings.SEARCH_PROFILES['wide']`, "

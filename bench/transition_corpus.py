@@ -222,7 +222,8 @@ def zoo_ranking(model, transition, dec, tcfg, args) -> dict:
     fingerprint = model_fingerprint(default_model_dir())
     tasks = []
     for key in loader.task_keys("train"):
-        arrays = task_representations(loader, model, key, target, args.probe_cache, fingerprint, 64, args.seed)
+        arrays = task_representations(loader, model, key, target, args.probe_cache, fingerprint, 64, args.seed,
+                                      with_et=False)
         if arrays is None:
             continue
         trajs = probe_subset(loader.trajectories(key), 64, args.seed)  # the candidates the cache holds

@@ -56,8 +56,9 @@ def main(argv=None) -> int:
     ap.add_argument("--parallel-trees", type=int, default=None,
                     help="trees per boosting round, averaged (XGBoost's num_parallel_tree; default: as saved)")
     ap.add_argument("--transition", default=None,
-                    help="a directory from `bench/transition_corpus.py --save`: its TransH (same config) replaces "
-                         "the model's before the ranker is refit on the new rollouts")
+                    help="a directory from `bench/transition_corpus.py --save`: its TransH (the same state size; "
+                         "any hidden size, with or without the state read) replaces the model's before the "
+                         "ranker is refit on the new rollouts")
     ap.add_argument("--extra-data", action="append", default=[],
                     help="another dataset root whose training tasks the ranker is fitted on too (repeatable)")
     args = ap.parse_args(argv)

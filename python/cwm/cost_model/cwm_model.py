@@ -78,6 +78,27 @@ def latency_of(result) -> float:
     return float(np.median(secs))
 
 
+def fit_residual(features: np.ndarray, prior: np.ndarray, latencies, cfg: AdaptConfig):
+    """The task's residual booster (module docstring), or ``None`` before ``cfg.min_measured``
+    valid measurements or while they span one relevance grade. Deterministic."""
+    from cwm.model.ranker import relevance
+
+    labels = relevance(np.asarray(latencies, np.float64))
+    n_valid = int(np.isfinite(np.asarray(latencies, np.float64)).sum())
+    if n_valid < cfg.min_measured or np.unique(labels).size < 2:
+        return None
+    import xgboost as xgb
+
+    n = len(labels)
+    dtrain = xgb.DMatrix(features, label=labels, base_margin=prior)
+    dtrain.set_group([n])
+    params = {"objective": "rank:pairwise", "lambdarank_pair_method": "topk",
+              "lambdarank_num_pair_per_sample": n, "eta": cfg.learning_rate, "max_depth": cfg.max_depth,
+              "min_child_weight": 0.0, "subsample": 1.0, "colsample_bytree": 1.0, "base_score": 0.0,
+              "seed": cfg.seed, "nthread": 1, "tree_method": "exact"}
+    return xgb.train(params, dtrain, num_boost_round=cfg.rounds)
+
+
 class _Task:
     """What was measured in one task, and the residual fitted on it."""
 
@@ -212,27 +233,12 @@ class CWMCostModel(PyCostModel):
                 "weight": self.config.weight(task.n_fit) if task.delta is not None else 0.0}
 
     def _fit(self, task: _Task) -> None:
-        from cwm.model.ranker import relevance
-
-        cfg = self.config
-        labels = relevance(np.asarray(task.latencies, np.float64))
-        if task.n_valid < cfg.min_measured or np.unique(labels).size < 2:
-            task.delta, task.n_fit = None, 0
-            return
-        import xgboost as xgb
-
         start = time.perf_counter()
-        n = len(labels)
-        dtrain = xgb.DMatrix(task.features, label=labels, base_margin=task.prior)
-        dtrain.set_group([n])
-        params = {"objective": "rank:pairwise", "lambdarank_pair_method": "topk",
-                  "lambdarank_num_pair_per_sample": n, "eta": cfg.learning_rate, "max_depth": cfg.max_depth,
-                  "min_child_weight": 0.0, "subsample": 1.0, "colsample_bytree": 1.0, "base_score": 0.0,
-                  "seed": cfg.seed, "nthread": 1, "tree_method": "exact"}
-        task.delta = xgb.train(params, dtrain, num_boost_round=cfg.rounds)
-        task.n_fit = task.n_valid
-        self.stats["fits"] += 1
-        self.stats["fit_s"] += time.perf_counter() - start
+        task.delta = fit_residual(task.features, task.prior, task.latencies, self.config)
+        task.n_fit = task.n_valid if task.delta is not None else 0
+        if task.delta is not None:
+            self.stats["fits"] += 1
+            self.stats["fit_s"] += time.perf_counter() - start
 
     # ------------------------------------------------------ MetaSchedule API
     def predict(self, context, candidates) -> np.ndarray:
