@@ -65,6 +65,15 @@ def replay(lat: np.ndarray, x: np.ndarray, prior: np.ndarray, cfg, per_round: in
     return out
 
 
+def machine() -> str:
+    import os
+    import platform
+
+    from cwm.model.probe import _cpu_name
+
+    return f"{_cpu_name()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
 def paired_difference(a: np.ndarray, b: np.ndarray, draws: int = 2000, seed: int = 0) -> list[list[float]]:
     """Per round: the mean of ``a - b`` over tasks and its 95% bootstrap interval (tasks resampled,
     seeded). ``a``, ``b``: ``[tasks, rounds]``, the same tasks in the same order."""
@@ -131,7 +140,8 @@ def main(argv=None) -> int:
         print(f"{name:<32} " + " ".join(f"{v:.3f}" for v in c) + (
             "   vs default: " + " ".join(f"{m:+.3f} [{lo:+.3f}, {hi:+.3f}]" for m, lo, hi in diff) if diff else ""))
     write_json(args.out, {
-        "benchmark": "adapt_sim", "date": time.strftime("%Y-%m-%d"), "model_fingerprint": fingerprint,
+        "benchmark": "adapt_sim", "date": time.strftime("%Y-%m-%d"), "machine": machine(),
+        "model_fingerprint": fingerprint,
         "tasks": len(tasks), "fit_only_tasks": len(fit_only), "per_round": args.per_round, "rounds": args.rounds,
         "measured_after_round": [args.per_round * (i + 1) for i in range(args.rounds)],
         "variants": {n: {"ranker_input": r, "adapt": f} for n, (r, f) in VARIANTS.items()},

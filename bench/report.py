@@ -351,6 +351,26 @@ def state_transition_table(r) -> list[str]:
     return out + [""]
 
 
+def adapt_sim_table(r) -> list[str]:
+    """``bench/adapt_sim.py``: search's measure-and-refit loop replayed on the training tasks' pools;
+    the run with another schedule (``adapt_sim_r2.json``) joins as columns."""
+    runs = [r]
+    other = os.path.join(HERE, "results", "adapt_sim_r2.json")
+    if os.path.isfile(other):
+        runs.append(json.load(open(other)))
+    heads = [f"{x['per_round']} a round: best found after {', '.join(map(str, x['measured_after_round']))} measured"
+             for x in runs]
+    out = [f"**Online adaptation replayed on the training tasks** (`bench/adapt_sim.py`, decision 58; the probe's "
+           f"≤ 64 measured candidates of {r['task_rows']['default']} zoo training-task rows, the prior fitted without "
+           f"the task's network; mean of pool best / best found; {r.get('machine', 'machine not recorded')}; "
+           f"{r['date']})", "",
+           "| variant | " + " | ".join(heads) + " |", "|---" * (len(runs) + 1) + "|"]
+    for name in r["mean_best_ratio"]:
+        cells = [" / ".join(f"{v:.3f}" for v in x["mean_best_ratio"].get(name, [])) for x in runs]
+        out.append(f"| {name} | " + " | ".join(cells) + " |")
+    return out + [""]
+
+
 def corpus_breadth_table(r) -> list[str]:
     """``bench/corpus_breadth.py``: decoder error on unseen generated workloads vs training breadth."""
     out = [f"**Breadth** (`bench/corpus_breadth.py`; ridge decoder from the rollout to the final state's per-store "
@@ -424,6 +444,7 @@ TABLES = (("ranking.json", ranking_table), ("probe_network.json", probe_cv_table
           ("search_se.json", captioned(search_table, "Sample efficiency with the shipped model: CWM at up to 128 "
                                         "trials against MetaSchedule's default at 640 (issue #12), and the same "
                                         "3 tasks at 64 trials")),
+          ("adapt_sim.json", adapt_sim_table),
           ("search_v4.json", search_table),  # model v4's cwm runs; the baselines' runs are those of search.json
           ("search.json", search_table),
           ("e2e_v3_t64.json", captioned(e2e_table, "The 8-network run with model v4 against TVM's own pipeline "
