@@ -338,6 +338,8 @@ def state_transition_table(r) -> list[str]:
     runs = [("probe_network_breadth300.json", "zt_hat+stats", "shipped rollout `[ẑ_T - z_0, S]`")]
     runs += [(f"probe_network_state_h{h}.json", "zt_hat+stats",
               f"state-dependent TransH, hidden {h}, trained on the corpus") for h in (64, 256)]
+    runs += [("probe_network_state_h256_rank.json", "zt_rank+stats",
+              "the hidden-256 one, then fine-tuned with the ranking loss in each fold (anchor 5, 3-way cross-fit)")]
     runs += [("probe_network_state_h256.json", "z0+stats", "no transition `[z_0, S]`")]
     out = [f"**The state-dependent TransH trained on the unmeasured corpus, as CWM's ranker input** (`cwm probe "
            f"--ranker model --group-by network --fit-only-data data/dataset_breadth --model-dir DIR`, decision 57; "
