@@ -183,6 +183,7 @@ def test_state_dependent_model_saves_loads_and_scores(workload_mods, model, tmp_
     """The state read is saved in the manifest and read back, and it changes the scores."""
     reads = _state_reading_model(tmp_path / "model")
     assert reads.tcfg.state_dependent and reads.transition.state.weight.abs().sum() > 0
+    assert json.loads((tmp_path / "model" / "manifest.json").read_text())["version"] == 5  # v4 readers refuse it
     task = _lines(FIXTURE / "input.jsonl")[0]
     mod = workload_mods[task["task"]]
     got, plain = reads.score(mod, task["traces"], task["target"]), model.score(mod, task["traces"], task["target"])
@@ -199,3 +200,34 @@ def test_cli_matches_python_on_a_state_dependent_model(workload_mods, tmp_path):
     for got, task in zip(_lines(out), _lines(FIXTURE / "input.jsonl"), strict=True):
         want = reads.score(workload_mods[task["task"]], task["traces"], task["target"])
         np.testing.assert_allclose(got["scores"], want, rtol=1e-5, atol=1e-5)  # as ctest's parity
+
+
+def _with_manifest(src: Path, dst: Path, **changes) -> Path:
+    import shutil
+
+    shutil.copytree(src, dst)
+    manifest = json.loads((dst / "manifest.json").read_text())
+    manifest.update(changes)
+    (dst / "manifest.json").write_text(json.dumps(manifest))
+    return dst
+
+
+def test_the_state_read_and_the_version_must_agree(tmp_path):
+    """A transition that reads the state is model v5: a v4 manifest that claims one (a reader of
+    v4 would roll out the plain form and score wrongly) and a v5 without one are refused."""
+    from cwm.model.world_model import WorldModel
+
+    _state_reading_model(tmp_path / "v5")
+    with pytest.raises(ValueError, match="a v4 model cannot have transition.state_dependent"):
+        WorldModel.load(_with_manifest(tmp_path / "v5", tmp_path / "as_v4", version=4))
+    with pytest.raises(ValueError, match="a v5 model must have transition.state_dependent"):
+        WorldModel.load(_with_manifest(FIXTURE / "model", tmp_path / "plain_v5", version=5))
+
+
+@needs_cli
+def test_cli_refuses_a_state_read_under_v4(tmp_path):
+    _state_reading_model(tmp_path / "v5")
+    bad = _with_manifest(tmp_path / "v5", tmp_path / "as_v4", version=4)
+    proc = subprocess.run([str(CLI), str(bad), str(FIXTURE / "input.jsonl")], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 1 and "a v4 model cannot have transition.state_dependent = true" in proc.stderr

@@ -50,10 +50,12 @@ ModelDir ReadModelDir(const std::string& dir) {
   const Json* format = Find(m, "format");
   const Json* version = Find(m, "version");
   if (!format || !format->is_string() || format->s != kModelFormat || !version || !version->is_int() ||
-      version->i < kOldestModelVersion || version->i > kModelVersion)
+      version->i < kOldestModelVersion || version->i > kModelVersion) {
+    std::string reads;  // "v3/v4/v5", as world_model.py says it
+    for (int v = kOldestModelVersion; v <= kModelVersion; ++v) reads += (reads.empty() ? "v" : "/v") + std::to_string(v);
     throw ScorerError(dir + ": model format " + (format ? DumpJson(*format) : "?") + " v" +
-                      (version ? DumpJson(*version) : "?") + ", this scorer reads " + kModelFormat + " v" +
-                      std::to_string(kOldestModelVersion) + "/v" + std::to_string(kModelVersion));
+                      (version ? DumpJson(*version) : "?") + ", this scorer reads " + kModelFormat + " " + reads);
+  }
   const Json* kinds = Find(m, "action_kinds");
   bool same_kinds = kinds && kinds->is_array() && kinds->items.size() == ActionKinds().size();
   for (size_t k = 0; same_kinds && k < kinds->items.size(); ++k)
@@ -76,6 +78,9 @@ ModelDir ReadModelDir(const std::string& dir) {
   if (reads_state && !reads_state->is_bool())
     throw ScorerError(manifest_path + ": transition.state_dependent must be a boolean");
   w.state_dependent = reads_state && reads_state->b;
+  if (w.state_dependent != (version->i >= 5))  // v5 = v4 + a transition that reads the state
+    throw ScorerError(manifest_path + ": a v" + std::to_string(version->i) + " model " +
+                      (w.state_dependent ? "cannot have" : "must have") + " transition.state_dependent = true");
   w.num_kinds = static_cast<int>(ActionKinds().size());
 
   const Json* names = Find(m, "feature_names");

@@ -10,7 +10,7 @@
 namespace cwm {
 
 constexpr const char* kModelFormat = "cwm-world-model";  // FORMAT in world_model.py
-constexpr int kModelVersion = 4;                         // VERSION in world_model.py
+constexpr int kModelVersion = 5;                         // STATE_READ_VERSION in world_model.py
 constexpr int kOldestModelVersion = 3;                   // READS in world_model.py: v3 has no trace structure
 
 struct ModelDir {

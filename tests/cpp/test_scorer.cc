@@ -132,7 +132,7 @@ static void ErrorCases(const std::string& scratch) {
   CHECK(NonFiniteToNull(R"({"a": NaN, "b": "x\"NaN", "c": [-Infinity]})") ==
         R"({"a": null, "b": "x\"NaN", "c": [null]})");
   rewrite("\"version\": 4", "\"version\": 99");
-  CHECK(ThrowsWith([&] { Scorer s(copy); }, "this scorer reads cwm-world-model v3/v4"));
+  CHECK(ThrowsWith([&] { Scorer s(copy); }, "this scorer reads cwm-world-model v3/v4/v5"));
   rewrite("\"version\": 4", "\"version\": 3");  // v3 has no trace structure: the names no longer match
   CHECK(ThrowsWith([&] { Scorer s(copy); }, "feature_names"));
   rewrite("\"<pad>\"", "\"<padding>\"");

@@ -26,7 +26,10 @@ from cwm.model.transition import TransitionConfig
 
 #: 4: the ranker also sees the trace structure; 3: ẑ_T - z_0 and action statistics (2: ẑ_T)
 FORMAT, VERSION = "cwm-world-model", 4
-READS = (3, 4)  # versions this cwm scores with (3 without the trace structure)
+#: v5 = v4 whose TransH reads the state (``TransitionConfig.state_dependent``): a scorer that
+#: reads only v4 refuses it instead of ignoring the field and rolling out the plain form
+STATE_READ_VERSION = 5
+READS = (3, 4, 5)  # versions this cwm scores with (3 without the trace structure)
 
 
 def feature_names(dim: int, structure: bool = True) -> list[str]:
@@ -96,7 +99,10 @@ class WorldModel:
         save_file({k: v.detach().cpu().numpy() for k, v in self.transition.state_dict().items()},
                   str(d / "transition.safetensors"))
         self.ranker.save(str(d / "ranker.json"))
-        manifest = {"format": FORMAT, "version": VERSION if self.structure else 3, "transition": self.tcfg.to_dict(),
+        if self.tcfg.state_dependent and not self.structure:
+            raise ValueError("a transition that reads the state needs the trace structure (model v5 = v4 + it)")
+        version = STATE_READ_VERSION if self.tcfg.state_dependent else VERSION if self.structure else 3
+        manifest = {"format": FORMAT, "version": version, "transition": self.tcfg.to_dict(),
                     "feature_names": feature_names(self.tcfg.dim, self.structure), "action_kinds": list(KINDS),
                     **self.meta}
         (d / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
@@ -124,6 +130,9 @@ class WorldModel:
         if manifest.get("action_kinds") != list(KINDS):
             raise ValueError(f"{d}: the model was trained with another action vocabulary; retrain it")
         tcfg = TransitionConfig(**manifest["transition"])
+        if tcfg.state_dependent != (manifest["version"] == STATE_READ_VERSION):
+            raise ValueError(f"{d}: a v{manifest['version']} model "
+                             f"{'cannot have' if tcfg.state_dependent else 'must have'} transition.state_dependent = true")
         transition = TransH(tcfg)
         transition.load_state_dict(load_file(str(d / "transition.safetensors")))
         transition.eval()
