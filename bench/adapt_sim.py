@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
 import sys
 import time
 from pathlib import Path
@@ -31,7 +30,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
-#: name -> (ranker input, AdaptConfig fields); "none" never fits a residual
+#: name -> (ranker input, AdaptConfig fields); fields None: the prior alone, no residual
 VARIANTS = {
     "prior only": ("zt_hat+stats", None),
     "default": ("zt_hat+stats", {}),
@@ -52,8 +51,8 @@ def replay(lat: np.ndarray, x: np.ndarray, prior: np.ndarray, cfg, per_round: in
     measured: list[int] = []
     margin, out = prior.copy(), []
     for _ in range(rounds):
-        order = [i for i in np.argsort(-margin, kind="stable") if i not in set(measured)]
-        measured += order[:per_round]
+        taken = set(measured)
+        measured += [i for i in np.argsort(-margin, kind="stable") if i not in taken][:per_round]
         found = lat[measured].min()
         out.append(float(best / found) if np.isfinite(found) else 0.0)
         if cfg is not None:
@@ -69,9 +68,9 @@ def machine() -> str:
     import os
     import platform
 
-    from cwm.model.probe import _cpu_name
+    from cwm.model.probe import cpu_name
 
-    return f"{_cpu_name()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+    return f"{cpu_name()}, {os.cpu_count()} cores, Python {platform.python_version()}"
 
 
 def paired_difference(a: np.ndarray, b: np.ndarray, draws: int = 2000, seed: int = 0) -> list[list[float]]:
@@ -98,7 +97,7 @@ def main(argv=None) -> int:
     from cwm.dataset.loader import DatasetLoader
     from cwm.model import default_model_dir
     from cwm.model.fingerprint import model_fingerprint
-    from cwm.model.probe import _representations_of, folds_of, representation
+    from cwm.model.probe import folds_of, representation, training_tasks
     from cwm.model.ranker import Ranker
     from cwm.model.world_model import WorldModel
 
@@ -106,13 +105,8 @@ def main(argv=None) -> int:
     model_dir = default_model_dir()
     model, fingerprint = WorldModel.load(model_dir), model_fingerprint(model_dir)
     cache = Path.home() / ".cache" / "cwm" / "probe"
-    common = (cache, fingerprint, 64, 0, False, lambda *_: None)
-    loader = DatasetLoader(args.data)
-    tasks = _representations_of(loader, model, loader.task_keys("train"), *common, what="validated")
-    known = {t["key"] for t in tasks} | set(loader.task_keys("test"))
-    extra = DatasetLoader(args.fit_only_data)
-    fit_only = _representations_of(extra, model, [k for k in extra.task_keys("train") if k not in known], *common,
-                                   what="fit-only")
+    tasks, fit_only = training_tasks(DatasetLoader(args.data), model, [args.fit_only_data], cache, fingerprint, 64,
+                                     0, False, lambda *_: None)
     ranker_cfg = dataclasses.replace(model.ranker.cfg, seed=0)
     by_key = {t["key"]: t for t in tasks}
     curves = {name: [] for name in VARIANTS}

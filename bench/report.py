@@ -305,6 +305,11 @@ def probe_cv_table(_r) -> list[str]:
     return out + [""]
 
 
+def _cv_row(label: str, m: dict) -> str:
+    """One ranker input's row of a network-out CV table: top-1 / per-task top-1 / pairwise."""
+    return f"| {label} | {m['top1']:.3f} | {m['top1_task_mean']:.3f} | {m['pairwise_acc']:.3f} |"
+
+
 def rank_transition_table(r) -> list[str]:
     """``cwm probe --representations zt_rank+stats,...``: the TransH fine-tuned with the ranking loss
     in each fold (decision 56), beside the shipped rollout and the no-transition input; the
@@ -327,7 +332,7 @@ def rank_transition_table(r) -> list[str]:
     for key, label, run in rows:
         m = run["representations"].get(key)
         if m:
-            out.append(f"| {label} | {m['top1']:.3f} | {m['top1_task_mean']:.3f} | {m['pairwise_acc']:.3f} |")
+            out.append(_cv_row(label, m))
     return out + [""]
 
 
@@ -349,7 +354,7 @@ def state_transition_table(r) -> list[str]:
         path = os.path.join(HERE, "results", name)
         m = json.load(open(path))["representations"].get(key) if os.path.isfile(path) else None
         if m:
-            out.append(f"| {label} | {m['top1']:.3f} | {m['top1_task_mean']:.3f} | {m['pairwise_acc']:.3f} |")
+            out.append(_cv_row(label, m))
     return out + [""]
 
 

@@ -272,6 +272,26 @@ def _representations_of(loader, model, keys, cache_dir, fingerprint, max_candida
     return tasks
 
 
+def training_tasks(loader, model, fit_only_data, cache_dir, fingerprint, max_candidates, seed, with_et, log,
+                   max_tasks=None, with_fb: bool = False) -> tuple[list[dict], list[dict]]:
+    """``(validated, fit_only)``: the representations of ``loader``'s training tasks, and of the
+    training tasks of the ``fit_only_data`` roots that are neither of those nor a held-out task
+    (a task in several roots counts once)."""
+    from cwm.dataset.loader import DatasetLoader
+
+    common = (cache_dir, fingerprint, max_candidates, seed, with_et, log)
+    tasks = _representations_of(loader, model, loader.task_keys("train")[:max_tasks], *common, what="validated",
+                                with_fb=with_fb)
+    known = {t["key"] for t in tasks} | set(loader.task_keys("test"))  # a held-out task never joins a fit
+    fit_only = []
+    for root in fit_only_data:
+        extra = DatasetLoader(root)
+        keys = [k for k in extra.task_keys("train") if k not in known]
+        fit_only += _representations_of(extra, model, keys, *common, what=f"fit-only ({root})", with_fb=with_fb)
+        known |= set(keys)
+    return tasks, fit_only
+
+
 def run_probe(data, model_dir, folds: int = 5, seed: int = 0, cache_dir=None, max_tasks=None,
               max_candidates: int | None = 64, log=print, fit_only_data=(), names=REPRESENTATIONS,
               fold_seeds=None, ranker: str = "probe", group_by: str = "task", ranker_set=None,
@@ -294,16 +314,8 @@ def run_probe(data, model_dir, folds: int = 5, seed: int = 0, cache_dir=None, ma
     cache_dir = Path(cache_dir or Path.home() / ".cache" / "cwm" / "probe")
     fingerprint = model_fingerprint(model_dir)
     start = time.perf_counter()
-    common = (cache_dir, fingerprint, max_candidates, seed, with_et, log)
-    tasks = _representations_of(loader, model, loader.task_keys("train")[:max_tasks], *common, what="validated",
-                                with_fb=with_fb)
-    known = {t["key"] for t in tasks} | set(loader.task_keys("test"))  # a held-out task never joins a fit
-    fit_only = []
-    for root in fit_only_data:
-        extra = DatasetLoader(root)
-        keys = [k for k in extra.task_keys("train") if k not in known]  # a task in both roots counts once
-        fit_only += _representations_of(extra, model, keys, *common, what=f"fit-only ({root})", with_fb=with_fb)
-        known |= set(keys)
+    tasks, fit_only = training_tasks(loader, model, fit_only_data, cache_dir, fingerprint, max_candidates, seed,
+                                     with_et, log, max_tasks, with_fb)
     if group_by == "network":
         fold_seeds = [seed]  # leave-one-network-out has no seed: one run
     if group_by == "task" and len(tasks) < folds:
@@ -329,7 +341,7 @@ def run_probe(data, model_dir, folds: int = 5, seed: int = 0, cache_dir=None, ma
             for s in fold_seeds]
     result = runs[0] if len(runs) == 1 else _mean_of_runs(runs)
     return {"benchmark": "probe", "date": time.strftime("%Y-%m-%d"), "host": platform.processor() or platform.machine(),
-            "cpu": _cpu_name(), "model_dir": str(model_dir), "model_fingerprint": fingerprint, "split": "train",
+            "cpu": cpu_name(), "model_dir": str(model_dir), "model_fingerprint": fingerprint, "split": "train",
             "group_by": group_by, "folds": folds if group_by == "task" else result["fold_names"], "seed": seed,
             "fold_seeds": fold_seeds, "max_candidates_per_task": max_candidates,
             "tasks": len(tasks), "candidates": int(sum(len(t["lat"]) for t in tasks)),
@@ -354,7 +366,7 @@ def _mean_of_runs(runs: list[dict]) -> dict:
                                for n, v in r["representations"].items()} for r in runs]}
 
 
-def _cpu_name() -> str:
+def cpu_name() -> str:
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
             if line.startswith("model name"):
