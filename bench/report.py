@@ -378,6 +378,34 @@ def adapt_sim_table(r) -> list[str]:
     return out + [""]
 
 
+def seed_transfer_table(r) -> list[str]:
+    """``bench/seed_transfer.py``: schedules transferred from similar training workloads, on the
+    training tasks (each task's own networks left out of the library)."""
+    out = []
+    q = r.get("quality")
+    if q:
+        out += [f"**Transferred schedules on the training tasks** (`bench/seed_transfer.py --mode quality`, "
+                f"decision 59; {q['tasks_with_seeds']} zoo training tasks with a library trace of their design "
+                f"space, the library without the task's networks; best of the first K seeds ÷ the task's own best "
+                f"of ~200 dataset records, re-measured side by side; {q['machine']}; {q['date']})", "",
+                "| K seeds | geomean best seed ÷ own best | faster than own best | within 10 % |", "|---|---|---|---|"]
+        for k, m in q["by_k"].items():
+            out.append(f"| {k} | {m['geomean_best_seed_over_own']:.3f} | {m['faster_than_own']} | {m['within_10pct']} |")
+        out.append("")
+    sr = r.get("search")
+    if sr:
+        out += [f"**Seeded search on the training tasks** (`bench/seed_transfer.py --mode search`, decision 59; "
+                f"CWM, 64 trials; best ÷ best of the unseeded search of the same task and seed; {sr['machine']}; "
+                f"{sr['date']})", "", "| arm | pairs | geomean best ÷ unseeded | faster (> 2 %) | slower (> 2 %) |",
+                "|---|---|---|---|---|"]
+        for arm, m in sr["arms"].items():
+            g = m["geomean_best_over_none"]
+            out.append(f"| {arm} | {m['pairs']} | {g:.3f} | {m['faster']} | {m['slower']} |" if g else
+                       f"| {arm} | {m['pairs']} | n/a | | |")
+        out.append("")
+    return out
+
+
 def corpus_breadth_table(r) -> list[str]:
     """``bench/corpus_breadth.py``: decoder error on unseen generated workloads vs training breadth."""
     out = [f"**Breadth** (`bench/corpus_breadth.py`; ridge decoder from the rollout to the final state's per-store "
@@ -452,6 +480,7 @@ TABLES = (("ranking.json", ranking_table), ("probe_network.json", probe_cv_table
                                         "trials against MetaSchedule's default at 640 (issue #12), and the same "
                                         "3 tasks at 64 trials")),
           ("adapt_sim.json", adapt_sim_table),
+          ("seed_transfer.json", seed_transfer_table),
           ("search_v4.json", search_table),  # model v4's cwm runs; the baselines' runs are those of search.json
           ("search.json", search_table),
           ("e2e_v3_t64.json", captioned(e2e_table, "The 8-network run with model v4 against TVM's own pipeline "

@@ -134,7 +134,7 @@ def _tune_planned(tasks, target, work_dir, trials, options, database, saved, exi
     task): ``round-robin`` gives every task its share, tuned one after the other; ``gradient``
     tunes all tasks in one MetaSchedule run whose gradient task scheduler gives the next round to
     the task expected to cut the weighted end-to-end latency most."""
-    from cwm.tuning.settings import FastSettings
+    from cwm.tuning.settings import default_settings
 
     joint = options.task_scheduler == "gradient"
     budgets = task_budgets(len(tasks), trials, options.trials)
@@ -161,7 +161,12 @@ def _tune_planned(tasks, target, work_dir, trials, options, database, saved, exi
     if not plan and not upgrade:
         return
     _check_runner(target, options.runner)
-    settings = options.settings or FastSettings()
+    settings = options.settings or default_settings(options.cost_model)
+    seed_library = None
+    if settings.seed_trials > 0:
+        from cwm.tuning.seed_library import model_seed_library
+
+        seed_library = model_seed_library(options.model_dir)
     cores = int(target.attrs.get("num-cores", 0) or os.cpu_count() or 1)
     model = make_model(options.cost_model, cores, options.seed, options.model_dir)
     own_builder, own_runner = options.builder is None, options.runner is None
@@ -169,7 +174,8 @@ def _tune_planned(tasks, target, work_dir, trials, options, database, saved, exi
     builder = settings.builder(target) if own_builder else options.builder
     runner = settings.runner() if own_runner else options.runner
     bar = _progress_bar((remaining_total if joint else sum(p[3] for p in plan)) + len(upgrade), options.progress)
-    tools = _Tools(work_dir, options, settings, cores, model, builder, runner, _counter(bar), bar, database, target)
+    tools = _Tools(work_dir, options, settings, cores, model, builder, runner, _counter(bar), bar, database, target,
+                   seed_library)
     try:
         for task, item in upgrade:
             item.new += int(tools.untuned_first(task))
@@ -206,6 +212,8 @@ class _Tools:
     bar: object
     database: object
     target: object = None
+    #: a :class:`~cwm.tuning.seed_library.SeedLibrary` when the settings measure transferred seeds
+    seed_library: object = None
 
     def contexts(self, task, index):
         """``(contexts, weights, reason)``: MetaSchedule's tune contexts of ``task``, or the reason
@@ -215,7 +223,7 @@ class _Tools:
         from cwm.tuning.design_space import design_space_error
 
         contexts, weights = ms.relax_integration.extracted_tasks_to_tune_contexts(
-            [task], work_dir=self.work_dir, strategy=self.settings.strategy(), num_threads=self.cores,
+            [task], work_dir=self.work_dir, strategy=self.settings.strategy(self.seed_library), num_threads=self.cores,
             seed=self.options.seed + index)
         return contexts, weights, (design_space_error(contexts[0]) if contexts else None)
 

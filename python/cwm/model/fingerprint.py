@@ -4,8 +4,9 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-#: files that do not change what the cache holds (the ranker only scores it)
-_NOT_FINGERPRINTED = ("ranker.json", "ranker.json.config")
+#: files that do not change what the cache holds (the ranker only scores it; the seed library,
+#: cwm.tuning.seed_library, is read by the search, not by the model)
+_NOT_FINGERPRINTED = ("ranker.json", "ranker.json.config", "seeds.jsonl.gz")
 
 
 def _tree_digest(root: Path, skip=()) -> str:

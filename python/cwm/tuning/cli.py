@@ -20,6 +20,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cost-model", default="cwm", choices=cost_models())
     parser.add_argument("--work-dir", default=None, help="MetaSchedule database and logs (default: a temp dir)")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--profile", default=None, choices=("fast", "wide", "seeded"),
+                        help="search profile (cwm.tuning.settings.SEARCH_PROFILES); default: the cost model's "
+                             "(cwm.tuning.settings.DEFAULT_PROFILE)")
     parser.add_argument("--model-dir", default=None, help="world model for --cost-model cwm (default: shipped)")
     parser.add_argument("--data", default=None,
                         help="dataset root: resolves WORKLOAD as a task key, and pre-trains xgb-pretrained "
@@ -111,12 +114,15 @@ def main(argv) -> int:
     from cwm.cost_model.xgb_pretrained import XGBModelFileError
     from cwm.cuda_toolchain import CudaUnavailable
     from cwm.tuning import rpc
-    from cwm.tuning.settings import FastSettings
+    from dataclasses import replace
+
+    from cwm.tuning.settings import default_settings, search_settings
     from cwm.tuning.design_space import UntunableTaskError
     from cwm.tuning.json_database import CorruptDatabaseError
     from cwm.tuning.tune import NoLocalGPU
 
-    settings = FastSettings(export=args.rpc_export)
+    base = search_settings(args.profile) if args.profile else default_settings(args.cost_model)
+    settings = replace(base, export=args.rpc_export)
     runner = None
     if args.rpc is not None:
         runner = rpc.runner_from_spec(args.rpc, settings=settings, max_workers=args.rpc_workers,

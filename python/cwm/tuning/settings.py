@@ -46,6 +46,11 @@ class FastSettings:
     #: artifact format of the builder: "tar" (default: MetaSchedule's gzipped ``.tar`` of objects,
     #: linked by whoever loads it) or "so" (linked here, for RPC servers without a C compiler)
     export: str = "tar"
+    #: transferred schedules measured per task (:mod:`cwm.tuning.seeded_search`): the fastest
+    #: training schedules of the workloads of the same structure nearest in shape; 0: none
+    seed_trials: int = 0
+    #: "first" or "last": the round in which they are measured
+    seed_placement: str = "last"
 
     def __post_init__(self):
         if self.builder_kind not in ("pooled", "in-process"):
@@ -54,17 +59,28 @@ class FastSettings:
             raise ValueError(f"runner_kind must be 'pooled' or 'in-process', not {self.runner_kind!r}")
         if self.export not in ("tar", "so"):
             raise ValueError(f"export must be 'tar' or 'so', not {self.export!r}")
+        if self.seed_placement not in ("first", "last"):
+            raise ValueError(f"seed_placement must be 'first' or 'last', not {self.seed_placement!r}")
         if self.init_min_unmeasured > self.population_size:
             raise ValueError("init_min_unmeasured must be <= population_size "
                              f"({self.init_min_unmeasured} > {self.population_size})")
 
-    def strategy(self):
-        """An ``EvolutionarySearch`` with these knobs."""
+    def strategy(self, seed_library=None, seed_config=None):
+        """An ``EvolutionarySearch`` with these knobs; with ``seed_trials > 0`` and a
+        :class:`~cwm.tuning.seed_library.SeedLibrary`, wrapped in a
+        :class:`~cwm.tuning.seeded_search.SeededSearch` (``seed_config``: a
+        :class:`~cwm.tuning.seeded_search.SeedConfig` to use instead of these knobs')."""
         from tvm.s_tir import meta_schedule as ms
 
-        return ms.search_strategy.EvolutionarySearch(
+        search = ms.search_strategy.EvolutionarySearch(
             population_size=self.population_size, init_measured_ratio=self.init_measured_ratio,
             init_min_unmeasured=self.init_min_unmeasured, genetic_num_iters=self.genetic_num_iters)
+        if seed_library is None or (seed_config is None and self.seed_trials <= 0):
+            return search
+        from cwm.tuning.seeded_search import SeedConfig, SeededSearch
+
+        config = seed_config or SeedConfig(seed_trials=self.seed_trials, placement=self.seed_placement)
+        return SeededSearch(search, seed_library, config)
 
     def evaluator_config(self):
         """The runner's ``EvaluatorConfig(number, repeat, min_repeat_ms)``."""
@@ -161,4 +177,16 @@ STOCK = FastSettings(population_size=512, init_measured_ratio=0.2, init_min_unme
 SEARCH_PROFILES = {
     "fast": {},
     "wide": {k: getattr(STOCK, k) for k in ("population_size", "init_min_unmeasured", "genetic_num_iters")},
+    "seeded": {"seed_trials": 8, "seed_placement": "last"},
 }
+
+#: the profile a named cost model searches with when no settings are given (docs/decisions.md);
+#: the others search with :class:`FastSettings` as they are
+DEFAULT_PROFILE = {"cwm": "seeded"}
+
+
+def default_settings(cost_model) -> FastSettings:
+    """The settings ``cwm.tune`` / ``cwm.compile`` use for ``cost_model`` (a name or an object)
+    when none are given: :data:`DEFAULT_PROFILE`'s profile, else :class:`FastSettings`."""
+    name = cost_model if isinstance(cost_model, str) else None
+    return search_settings(DEFAULT_PROFILE.get(name, "fast"))

@@ -159,7 +159,7 @@ def _prim_funcs(mod) -> list:
 def tune_tir(mod, target="llvm", trials: int = 64, work_dir: str | None = None,
              cost_model="xgb", seed: int = 0, settings: FastSettings = FastSettings(),
              runner=None, builder=None, verbose: bool = False, measure_callbacks=(),
-             **cost_model_options) -> TuneOutcome:
+             seed_library=None, seed_config=None, **cost_model_options) -> TuneOutcome:
     """Tune the TIR ``mod`` for ``trials`` measured candidates; see the module docstring.
 
     ``target`` is anything :func:`~cwm.target_spec.resolve_target` accepts; ``work_dir``
@@ -173,7 +173,9 @@ def tune_tir(mod, target="llvm", trials: int = 64, work_dir: str | None = None,
     ``CostModel``) and ``cost_model_options`` go to the factory's
     :func:`~cwm.cost_model.factory.resolve` (with ``seed``); ``seed`` also seeds MetaSchedule's
     search (``ms.tune_tir(seed=...)``). ``measure_callbacks`` are added after
-    MetaSchedule's default ones. Builder, runner and cost model are wrapped in timers
+    MetaSchedule's default ones. ``seed_library`` (a :class:`~cwm.tuning.seed_library.SeedLibrary`)
+    with ``settings.seed_trials > 0``, or with a ``seed_config``, makes the search a
+    :class:`~cwm.tuning.seeded_search.SeededSearch`. Builder, runner and cost model are wrapped in timers
     (:mod:`cwm.tuning.timing`) and every measured candidate is recorded; both end up in the
     returned :class:`TuneOutcome` (``timing``, ``records``). ``work_dir`` is locked while it is
     tuned into (:mod:`cwm.dirlock`) and its database is checked and repaired before it is used
@@ -206,6 +208,7 @@ def tune_tir(mod, target="llvm", trials: int = 64, work_dir: str | None = None,
     builder = _as_builder(builder) if builder is not None else settings.builder(target)
     runner = _as_runner(runner) if runner is not None else settings.runner()
     records: list[dict] = []
+    strategy = settings.strategy(seed_library, seed_config)
     callbacks = list(ms.measure_callback.MeasureCallback.create("default"))
     callbacks += [make_recorder(records.extend, keep_script=False), *measure_callbacks]
     try:
@@ -216,7 +219,7 @@ def tune_tir(mod, target="llvm", trials: int = 64, work_dir: str | None = None,
                 num_trials_per_iter=settings.num_trials_per_iter,
                 builder=TimedBuilder(builder, clock), runner=TimedRunner(runner, clock),
                 database=open_json_database(work_dir),
-                cost_model=TimedCostModel(model, clock), strategy=settings.strategy(),
+                cost_model=TimedCostModel(model, clock), strategy=strategy,
                 measure_callbacks=callbacks, num_tuning_cores=cores, seed=seed)
     except ScheduleError as error:  # raised by MetaSchedule's design-space generation
         raise UntunableTaskError(short_reason(error)) from None
@@ -313,7 +316,7 @@ def check_workload(workload):
 
 def tune(workload, target="llvm", trials: int = 64, cost_model="cwm", work_dir: str | None = None, runner=None,
          seed: int = 0, model_dir=None, pretrained_xgb=None, dataset="data/dataset", cache_dir=None,
-         builder=None, settings: FastSettings = FastSettings(), verbose: bool = False) -> TuneResult:
+         builder=None, settings: FastSettings | None = None, verbose: bool = False) -> TuneResult:
     """Tune one TIR task with MetaSchedule's evolutionary search and the chosen cost model.
 
     ``workload``: a ``tvm.tirx.PrimFunc`` or an ``IRModule`` holding one PrimFunc (anything
@@ -325,7 +328,11 @@ def tune(workload, target="llvm", trials: int = 64, cost_model="cwm", work_dir: 
     ``runner``: None -> the pooled local runner of ``settings`` (for ``target="cuda"`` only
     where this machine has a GPU; otherwise :class:`NoLocalGPU`); a MetaSchedule ``Runner``
     (e.g. ``RPCRunner``, :func:`cwm.tuning.rpc.runner_from_spec`) is used as is, not closed.
-    ``seed`` seeds MetaSchedule's search and the cost model.
+    ``seed`` seeds MetaSchedule's search and the cost model. ``settings``: the search and
+    measurement knobs; None: :func:`~cwm.tuning.settings.default_settings` of ``cost_model``.
+    Settings with ``seed_trials > 0`` measure that many schedules transferred from similar
+    training workloads (:mod:`cwm.tuning.seeded_search`), from the seed library of ``model_dir``
+    (or of the shipped model).
     A task MetaSchedule cannot generate a design space for (e.g. two reductions feeding one
     epilogue) raises :class:`~cwm.tuning.design_space.UntunableTaskError` (``cwm.UntunableTaskError``)
     whose ``reason`` is one line, before anything is measured.
@@ -336,8 +343,16 @@ def tune(workload, target="llvm", trials: int = 64, cost_model="cwm", work_dir: 
         raise ValueError(f"trials must be an int >= 1 (candidates to measure), not {trials!r}")
     if isinstance(cost_model, str) and cost_model not in registered():
         raise ValueError(f"unknown cost model {cost_model!r}; use one of {list(registered())} or a CostModel")
+    from cwm.tuning.settings import default_settings
+
+    settings = settings or default_settings(cost_model)
+    seed_library = None
+    if settings.seed_trials > 0:
+        from cwm.tuning.seed_library import model_seed_library
+
+        seed_library = model_seed_library(model_dir)
     out = tune_tir(workload, target=target, trials=trials, work_dir=work_dir, cost_model=cost_model, seed=seed,
-                   settings=settings, runner=runner, builder=builder, verbose=verbose, model_dir=model_dir,
+                   settings=settings, seed_library=seed_library, runner=runner, builder=builder, verbose=verbose, model_dir=model_dir,
                    pretrained_xgb=pretrained_xgb, dataset=dataset, cache_dir=cache_dir)
     records = [_record(r) for r in out.records]
     valid = [r for r in records if r["latency_us"] is not None]

@@ -1,0 +1,228 @@
+"""Schedules transferred from similar training workloads, measured on the training tasks (issue #12,
+search; no held-out task is used): how good they are, and what measuring them does to a search.
+
+For every zoo training task (that has a library trace of its design space's signature) the seed library (:mod:`cwm.tuning.seed_library`) is built from the
+training split of ``--data`` roots *without the task's own networks* (and without the task), so a
+task never receives a schedule tuned on its own network.
+
+``--mode quality``: the task's transferred candidates (up to 8, nearest library task first) are
+measured beside the task's own fastest dataset record (best of ~200 measured), interleaved in one
+process (``bench/search_remeasure.py``). Reported: over tasks, the geometric mean of ``best of the
+first K seeds / own best`` and how often it is faster.
+
+``--mode search``: CWM's search (64 trials, ``cwm.tuning.tune_tir``) on a round-robin choice of the
+tasks that have seeds, per arm and seed: ``none`` (MetaSchedule's evolutionary search),
+``first<K>`` (K seeds measured as the first round), ``last<K>`` (as the last). Reported: per arm,
+the geometric mean over (task, seed) of ``best / best of none`` and the wins.
+
+    PYTHONPATH=python .venv/bin/python bench/seed_transfer.py --mode quality
+    PYTHONPATH=python .venv/bin/python bench/seed_transfer.py --mode search [--arms none,first8,last8]
+        [--seeds 0,1] [--tasks 12]
+
+Both modes resume from their checkpoint (``bench/results/seed_transfer_<mode>_runs.jsonl``) and
+write ``bench/results/seed_transfer.json`` (the section of the mode).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from common import RESULTS, geomean, log, machine, today, write_result  # noqa: E402
+
+
+def _valid(record) -> bool:
+    return bool(record.get("run_secs")) and not record.get("build_error") and not record.get("run_error")
+
+
+def seed_config(task: dict, **fields):
+    """The :class:`~cwm.tuning.seeded_search.SeedConfig` that keeps the task and its networks out."""
+    from cwm.tuning.seeded_search import SeedConfig
+
+    return SeedConfig(exclude_keys=(task["key"],), exclude_networks=tuple(task["networks"]), **fields)
+
+
+def design_spaces(mod):
+    """``(sketches, postprocs)`` of MetaSchedule's default space generator for ``mod`` on this host."""
+    from tvm.s_tir import meta_schedule as ms
+
+    from cwm.target_spec import host_target
+
+    context = ms.TuneContext(mod=mod, target=host_target(), space_generator="post-order-apply", task_name="t",
+                             num_threads=1)
+    return list(context.generate_design_space()), list(context.space_generator.postprocs)
+
+
+def zoo_training_tasks(loader, library) -> list[dict]:
+    """The zoo training tasks with at least one library trace of a sketch's signature (their own
+    networks excluded)."""
+    tasks = []
+    for key in loader.task_keys("train"):
+        info = loader.store.get_task(key)
+        task = {"key": key, "name": info["name"], "networks": sorted(info.get("networks") or {}),
+                "flop": info.get("flop")}
+        cfg = seed_config(task)
+        sketches, _ = design_spaces(loader.workload(key))
+        if any(library.candidates(s, cfg.max_tasks, cfg.per_task, cfg.exclude_keys, cfg.exclude_networks)
+               for s in sketches):
+            tasks.append(task)
+    return tasks
+
+
+def round_robin(tasks: list[dict], n: int) -> list[dict]:
+    """``n`` tasks of distinct names taken round-robin over op classes, heaviest first."""
+    from search_plan import OP_CLASSES, op_class
+
+    by_class, names = {c: [] for c in OP_CLASSES}, set()
+    for t in sorted(tasks, key=lambda t: (-(t["flop"] or 0), t["key"])):
+        if t["name"] not in names:
+            names.add(t["name"])
+            by_class[op_class(t["name"])].append(t)
+    chosen = []
+    while len(chosen) < n and any(by_class.values()):
+        for c in OP_CLASSES:
+            if by_class[c] and len(chosen) < n:
+                chosen.append(by_class[c].pop(0))
+    return chosen
+
+
+def _checkpoint(mode: str):
+    path = os.path.join(RESULTS, f"seed_transfer_{mode}_runs.jsonl")
+    rows = [json.loads(line) for line in open(path)] if os.path.exists(path) else []
+    return path, rows
+
+
+def _append(path: str, row: dict) -> None:
+    with open(path, "a") as f:
+        f.write(json.dumps(row) + "\n")
+
+
+def run_quality(loader, library, k: int = 8) -> list[dict]:
+    from search_remeasure import remeasure
+
+    from cwm.actions.trace_io import trace_to_json
+    from cwm.tuning.seeded_search import transferred_candidates
+
+    path, rows = _checkpoint("quality")
+    done = {r["task"] for r in rows}
+    for task in zoo_training_tasks(loader, library):
+        if task["key"] in done:
+            continue
+        mod = loader.workload(task["key"])
+        sketches, postprocs = design_spaces(mod)
+        seeds = transferred_candidates(mod, library, seed_config(task), postprocs, sketches)
+        records = sorted((r for r in loader.store.records(task["key"]) if _valid(r)),
+                         key=lambda r: statistics.median(r["run_secs"]))
+        row = {"task": task["key"], "name": task["name"], "flop": task["flop"], "n_seeds": len(seeds),
+               "n_records": len(records), "own_us": None, "seeds_us": []}
+        if seeds and records:
+            candidates = {"own": records[0]["trace"]}
+            candidates.update({f"seed{i}": trace_to_json(c.sch.trace) for i, c in enumerate(seeds[:k])})
+            result = remeasure(mod, candidates, repeats=10, min_repeat_ms=10)
+            row["own_us"] = result["own"]["median_us"]
+            row["seeds_us"] = [result[f"seed{i}"]["median_us"] for i in range(min(k, len(seeds)))]
+        _append(path, row)
+        rows.append(row)
+        log(f"{task['name'][:48]:48s} own {row['own_us']} seeds {[round(x) for x in row['seeds_us'] if x]}")
+    return rows
+
+
+def quality_summary(rows: list[dict]) -> dict:
+    measured = [r for r in rows if r["own_us"] and any(r["seeds_us"])]
+    out = {"tasks": len(rows), "tasks_with_seeds": len(measured), "by_k": {}}
+    for k in (1, 2, 4, 8):
+        ratios = [min(x for x in r["seeds_us"][:k] if x) / r["own_us"] if any(r["seeds_us"][:k]) else math.inf
+                  for r in measured]
+        out["by_k"][str(k)] = {"geomean_best_seed_over_own": geomean(ratios),
+                               "faster_than_own": sum(x < 1 for x in ratios),
+                               "within_10pct": sum(x < 1.1 for x in ratios)}
+    return out
+
+
+def run_search(loader, library, arms, seeds, n_tasks: int, trials: int = 64) -> list[dict]:
+    from cwm.tuning.tune import tune_tir
+
+    path, rows = _checkpoint("search")
+    done = {(r["task"], r["arm"], r["seed"]) for r in rows}
+    tasks = round_robin(zoo_training_tasks(loader, library), n_tasks)
+    log(f"{len(tasks)} tasks: {[t['name'][:32] for t in tasks]}")
+    for seed in seeds:
+        for task in tasks:
+            for arm in arms:
+                if (task["key"], arm, seed) in done:
+                    continue
+                stats, options = {}, {}
+                if arm != "none":
+                    placement = "first" if arm.startswith("first") else "last"
+                    options = {"seed_library": library, "seed_config": seed_config(
+                        task, seed_trials=int(arm[len(placement):]), placement=placement, stats=stats)}
+                start = time.perf_counter()
+                out = tune_tir(loader.workload(task["key"]), "llvm", trials=trials, cost_model="cwm", seed=seed,
+                               **options)
+                curve, best = [], None
+                for r in out.records:
+                    if _valid(r) and max(r["run_secs"]) < 1e9:
+                        us = sum(r["run_secs"]) / len(r["run_secs"]) * 1e6
+                        best = us if best is None else min(best, us)
+                    curve.append(best)
+                row = {"task": task["key"], "name": task["name"], "arm": arm, "seed": seed, "best_us": best,
+                       "curve": curve, "wall_s": time.perf_counter() - start, "stats": stats}
+                _append(path, row)
+                rows.append(row)
+                log(f"seed {seed} {task['name'][:40]:40s} {arm:8s} best {best:.1f} us {stats}")
+    return rows
+
+
+def search_summary(rows: list[dict]) -> dict:
+    base = {(r["task"], r["seed"]): r["best_us"] for r in rows if r["arm"] == "none" and r["best_us"]}
+    out = {"runs": len(rows), "arms": {}}
+    for arm in sorted({r["arm"] for r in rows} - {"none"}):
+        ratios = [r["best_us"] / base[(r["task"], r["seed"])] for r in rows
+                  if r["arm"] == arm and r["best_us"] and (r["task"], r["seed"]) in base]
+        out["arms"][arm] = {"pairs": len(ratios), "geomean_best_over_none": geomean(ratios),
+                            "faster": sum(x < 0.98 for x in ratios), "slower": sum(x > 1.02 for x in ratios)}
+    return out
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mode", choices=("quality", "search"), required=True)
+    parser.add_argument("--data", action="append", default=None,
+                        help="dataset roots of the library (default: data/dataset and data/dataset_breadth)")
+    parser.add_argument("--arms", default="none,first8,last8")
+    parser.add_argument("--seeds", default="0,1")
+    parser.add_argument("--tasks", type=int, default=12)
+    args = parser.parse_args(argv)
+
+    from cwm import tvm_patch  # noqa: F401  (MetaSchedule's fast import)
+    from cwm.dataset.loader import DatasetLoader
+    from cwm.tuning.seed_library import SeedLibrary
+
+    roots = args.data or [str(ROOT / "data" / "dataset"), str(ROOT / "data" / "dataset_breadth")]
+    library = SeedLibrary.from_datasets([r for r in roots if os.path.isdir(r)])
+    loader = DatasetLoader(roots[0])
+    if args.mode == "quality":
+        section = quality_summary(run_quality(loader, library))
+    else:
+        rows = run_search(loader, library, args.arms.split(","), [int(s) for s in args.seeds.split(",")], args.tasks)
+        section = search_summary(rows)
+    result_path = os.path.join(RESULTS, "seed_transfer.json")
+    payload = json.load(open(result_path)) if os.path.exists(result_path) else {}
+    payload[args.mode] = {**section, "machine": machine(), "date": today(),
+                          "library_roots": [os.path.relpath(r, ROOT) for r in roots],
+                          "library_tasks": len(library)}
+    log(json.dumps(payload[args.mode], indent=1))
+    write_result("seed_transfer.json", payload)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,50 @@
+"""bench/seed_transfer.py: the task choice and the two summaries (no tuning here)."""
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+
+
+def test_quality_summary_takes_the_best_of_the_first_k_seeds():
+    from seed_transfer import quality_summary
+
+    rows = [{"own_us": 100.0, "seeds_us": [200.0, 50.0, None]},    # k=1: 2.0, k>=2: 0.5
+            {"own_us": 10.0, "seeds_us": [None, 10.5]},            # k=1: no seed ran (inf), k>=2: 1.05
+            {"own_us": None, "seeds_us": []}]                      # no seeds: counted, not measured
+    out = quality_summary(rows)
+    assert out["tasks"] == 3 and out["tasks_with_seeds"] == 2
+    k1, k2 = out["by_k"]["1"], out["by_k"]["2"]
+    assert k1["geomean_best_seed_over_own"] == pytest.approx(2.0)  # the inf is left out of the geomean
+    assert (k1["faster_than_own"], k1["within_10pct"]) == (0, 0)
+    assert k2["geomean_best_seed_over_own"] == pytest.approx(math.sqrt(0.5 * 1.05))
+    assert (k2["faster_than_own"], k2["within_10pct"]) == (1, 2)
+
+
+def test_search_summary_pairs_each_arm_with_none_of_the_same_task_and_seed():
+    from seed_transfer import search_summary
+
+    rows = [{"task": "a", "seed": 0, "arm": "none", "best_us": 100.0},
+            {"task": "a", "seed": 0, "arm": "first8", "best_us": 50.0},
+            {"task": "a", "seed": 1, "arm": "first8", "best_us": 10.0},   # no "none" of seed 1: not paired
+            {"task": "b", "seed": 0, "arm": "none", "best_us": 10.0},
+            {"task": "b", "seed": 0, "arm": "first8", "best_us": 10.1},   # within 2 %: neither
+            {"task": "b", "seed": 0, "arm": "last8", "best_us": 20.0}]
+    out = search_summary(rows)["arms"]
+    assert out["first8"] == {"pairs": 2, "geomean_best_over_none": pytest.approx(math.sqrt(0.5 * 1.01)),
+                             "faster": 1, "slower": 0}
+    assert out["last8"]["pairs"] == 1 and out["last8"]["slower"] == 1
+
+
+def test_round_robin_takes_op_classes_in_turn_heaviest_first_one_per_name():
+    from seed_transfer import round_robin
+
+    tasks = [{"key": "c1", "name": "fused_conv2d_add", "flop": 5}, {"key": "c2", "name": "fused_conv2d1", "flop": 9},
+             {"key": "c3", "name": "fused_conv2d1", "flop": 1}, {"key": "m1", "name": "matmul", "flop": 3},
+             {"key": "s1", "name": "softmax", "flop": 2}]
+    assert [t["key"] for t in round_robin(tasks, 4)] == ["c2", "m1", "s1", "c1"]
+    assert [t["key"] for t in round_robin(tasks, 10)] == ["c2", "m1", "s1", "c1"]  # c3: the name was taken
