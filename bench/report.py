@@ -473,6 +473,11 @@ TABLES = (("ranking.json", ranking_table), ("probe_network.json", probe_cv_table
           ("probe_network_rank.json", rank_transition_table), ("probe_network_state_h256.json", state_transition_table),
           ("probe.json", probe_table), ("corpus_breadth.json", corpus_breadth_table),
           ("transition_corpus.json", transition_corpus_table),
+          ("search_seeded.json", captioned(search_table, "CWM searching with the seed round (its default since "
+                                            "decision 59: 8 schedules transferred from similar training workloads, "
+                                            "measured as the last of 64 trials) against the baselines at theirs; "
+                                            "`cwm@fast` is CWM without the seed round, `xgb_pretrained@seeded` the "
+                                            "pre-trained XGBModel with it (issue #12)")),
           ("search_wide.json", captioned(search_table, "Search profiles at the same 64 measured trials: "
                                           "`@wide` is `cwm.tuning.settings.SEARCH_PROFILES['wide']`, "
                                           "MetaSchedule's own search breadth (issue #12, deliverable 6)")),

@@ -226,3 +226,18 @@ def test_no_similar_workload_means_plain_search(tmp_path, trace_records):
     assert stats == {"library_traces": 0, "transferred": 0, "seeded": 0}
     assert out.n_records == 4
 
+
+
+def test_model_seed_library_falls_back_to_the_shipped_one(tmp_path):
+    from cwm.model import default_model_dir
+    from cwm.tuning.seed_library import FILE_NAME, model_seed_library
+
+    shipped = default_model_dir(must_exist=False) / FILE_NAME
+    if not shipped.is_file():
+        pytest.skip("no shipped seed library in this checkout")
+    assert model_seed_library(tmp_path) is model_seed_library(None)  # a model dir without one: the shipped
+    assert len(model_seed_library(None)) > 0
+    own = tmp_path / "own"
+    own.mkdir()
+    SeedLibrary([SeedEntry("k", [], [], [])]).save(own / FILE_NAME)
+    assert len(model_seed_library(own)) == 1

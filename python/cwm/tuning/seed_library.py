@@ -124,12 +124,17 @@ _LOADED: dict = {}
 
 def model_seed_library(model_dir=None) -> "SeedLibrary | None":
     """The seed library of a model directory (``model_dir``, or the shipped model), loaded once
-    per process; ``None`` (with a warning) where the directory has none."""
+    per process. A directory without one (a model of ``cwm train``) takes the shipped model's:
+    the seeds are only measured, whatever model ranks. ``None``, with a warning, when there is
+    none at all."""
     import warnings
 
     from cwm.model import default_model_dir
 
-    path = Path(model_dir or default_model_dir(must_exist=False)) / FILE_NAME
+    shipped = default_model_dir(must_exist=False) / FILE_NAME
+    path = Path(model_dir) / FILE_NAME if model_dir else shipped
+    if not path.is_file():
+        path = shipped
     key = str(path.resolve())
     if key not in _LOADED:
         if not path.is_file():
