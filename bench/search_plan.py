@@ -57,10 +57,16 @@ def pick_round_robin(candidates: list[dict], n: int) -> list[dict]:
     """``n`` tasks taken round-robin over :data:`OP_CLASSES`, within a class by (-records, -flop, key)."""
     by_class = {c: sorted([t for t in candidates if t["op"] == c],
                           key=lambda t: (-t["records"], -(t.get("flop") or 0), t["key"])) for c in OP_CLASSES}
+    return take_in_turn(by_class, n)
+
+
+def take_in_turn(by_class: dict, n: int) -> list:
+    """``n`` items taken from the lists of ``by_class`` (op class -> ordered list, consumed) one class
+    at a time in :data:`OP_CLASSES` order, until ``n`` or all are taken."""
     chosen = []
-    while len(chosen) < n and any(by_class.values()):
+    while len(chosen) < n and any(by_class.get(c) for c in OP_CLASSES):
         for c in OP_CLASSES:
-            if by_class[c] and len(chosen) < n:
+            if by_class.get(c) and len(chosen) < n:
                 chosen.append(by_class[c].pop(0))
     return chosen
 

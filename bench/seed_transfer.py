@@ -79,19 +79,14 @@ def zoo_training_tasks(loader, library) -> list[dict]:
 
 def round_robin(tasks: list[dict], n: int) -> list[dict]:
     """``n`` tasks of distinct names taken round-robin over op classes, heaviest first."""
-    from search_plan import OP_CLASSES, op_class
+    from search_plan import OP_CLASSES, op_class, take_in_turn
 
     by_class, names = {c: [] for c in OP_CLASSES}, set()
     for t in sorted(tasks, key=lambda t: (-(t["flop"] or 0), t["key"])):
         if t["name"] not in names:
             names.add(t["name"])
             by_class[op_class(t["name"])].append(t)
-    chosen = []
-    while len(chosen) < n and any(by_class.values()):
-        for c in OP_CLASSES:
-            if by_class[c] and len(chosen) < n:
-                chosen.append(by_class[c].pop(0))
-    return chosen
+    return take_in_turn(by_class, n)
 
 
 def _checkpoint(mode: str):
