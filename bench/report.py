@@ -392,6 +392,18 @@ def seed_transfer_table(r) -> list[str]:
         for k, m in q["by_k"].items():
             out.append(f"| {k} | {m['geomean_best_seed_over_own']:.3f} | {m['faster_than_own']} | {m['within_10pct']} |")
         out.append("")
+    c = r.get("choice")
+    if c:
+        ks = list(next(iter(c["by_order"].values())))
+        out += [f"**Which seeds to measure, on the training tasks** (`bench/seed_transfer.py --mode choice "
+                f"--network-out`, decision 60; {c['tasks']} zoo training tasks, each task's whole pool of transferred "
+                f"candidates re-measured beside its own best; best of the K an ordering puts first ÷ the task's own "
+                f"best; *network-out*: the ranker refitted without the task's network; {c['machine']}; "
+                f"{c['date']})", "", "| ordering | " + " | ".join(f"K = {k}" for k in ks) + " |",
+                "|---|" + "---|" * len(ks)]
+        for name, by_k in c["by_order"].items():
+            out.append(f"| {name} | " + " | ".join(f"{by_k[k]:.3f}" for k in ks) + " |")
+        out.append("")
     sr = r.get("search")
     if sr:
         out += [f"**Seeded search on the training tasks** (`bench/seed_transfer.py --mode search`, decision 59; "
@@ -473,6 +485,18 @@ TABLES = (("ranking.json", ranking_table), ("probe_network.json", probe_cv_table
           ("probe_network_rank.json", rank_transition_table), ("probe_network_state_h256.json", state_transition_table),
           ("probe.json", probe_table), ("corpus_breadth.json", corpus_breadth_table),
           ("transition_corpus.json", transition_corpus_table),
+          ("search_s5.json", captioned(search_table, "CWM at its default (8 transferred schedules in library order, "
+                                        "the last of 64 trials; decisions 59, 60) against MetaSchedule's default "
+                                        "and the pre-trained XGBModel over 5 seeds (issue #12). Seeds 0-2 are the "
+                                        "runs of `search_choice.json`, re-measured with seeds 3 and 4")),
+          ("search_choice.json", captioned(search_table, "Which transferred schedules CWM measures (decision 60): "
+                                            "`cwm` takes the first 8 of the pool in library order (its default), "
+                                            "`cwm@seeded_by_model` the 8 its world model scores highest, `cwm@fast` "
+                                            "none; `xgb_pretrained@seeded` / `@seeded_by_model` is the pre-trained "
+                                            "XGBModel with the same rounds (issue #12). Every method's runs but "
+                                            "`cwm@seeded_by_model` and `xgb_pretrained@seeded_by_model` are those of "
+                                            "`search_seeded_runs.jsonl` (the 640-trial `xgb` runs those of "
+                                            "`search_se_runs.jsonl`), re-measured with the new ones")),
           ("search_seeded.json", captioned(search_table, "CWM searching with the seed round (its default since "
                                             "decision 59: 8 schedules transferred from similar training workloads, "
                                             "measured as the last of 64 trials) against the baselines at theirs; "

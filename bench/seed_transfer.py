@@ -10,12 +10,20 @@ measured beside the task's own fastest dataset record (best of ~200 measured), i
 process (``bench/search_remeasure.py``). Reported: over tasks, the geometric mean of ``best of the
 first K seeds / own best`` and how often it is faster.
 
+``--mode choice``: which seeds to measure. The task's whole pool of transferred candidates is
+measured beside its own best, and each candidate is also scored by CWM's cost model (the shipped
+prior alone, and the prior after ``observe`` of ``--observe`` of the task's dataset records,
+sampled at random: the state the model is in at search's last round). Reported: best of the K
+first in library order, by the prior, by the adapted model, and at random.
+
 ``--mode search``: CWM's search (64 trials, ``cwm.tuning.tune_tir``) on a round-robin choice of the
 tasks that have seeds, per arm and seed: ``none`` (MetaSchedule's evolutionary search),
-``first<K>`` (K seeds measured as the first round), ``last<K>`` (as the last). Reported: per arm,
+``first<K>`` (K seeds measured as the first round), ``last<K>`` (as the last); a trailing ``m``
+(``last8m``) has the cost model choose the K of the pool (``SeedConfig.choice="model"``). Reported: per arm,
 the geometric mean over (task, seed) of ``best / best of none`` and the wins.
 
     PYTHONPATH=python .venv/bin/python bench/seed_transfer.py --mode quality
+    PYTHONPATH=python .venv/bin/python bench/seed_transfer.py --mode choice [--observe 56] [--network-out]
     PYTHONPATH=python .venv/bin/python bench/seed_transfer.py --mode search [--arms none,first8,last8]
         [--seeds 0,1] [--tasks 12]
 
@@ -130,6 +138,173 @@ def run_quality(loader, library, k: int = 8) -> list[dict]:
     return rows
 
 
+def run_choice(loader, library, observe: int = 56) -> list[dict]:
+    import numpy as np
+    from search_remeasure import remeasure
+
+    from cwm.actions.trace_io import trace_to_json
+    from cwm.cost_model.cwm_model import CWMCostModel
+    from cwm.target_spec import host_target
+    from cwm.tuning.seeded_search import transferred_candidates
+
+    path, rows = _checkpoint("choice")
+    done = {r["task"] for r in rows}
+    target = host_target()
+    for task in zoo_training_tasks(loader, library):
+        if task["key"] in done:
+            continue
+        mod = loader.workload(task["key"])
+        sketches, postprocs = design_spaces(mod)
+        pool = [trace_to_json(c.sch.trace) for c in transferred_candidates(
+            mod, library, seed_config(task), postprocs, sketches)]
+        records = [r for r in loader.store.records(task["key"]) if _valid(r)]
+        records.sort(key=lambda r: statistics.median(r["run_secs"]))
+        row = {"task": task["key"], "name": task["name"], "flop": task["flop"], "n_seeds": len(pool),
+               "own_us": None, "seeds_us": [], "prior": [], "adapted": []}
+        if pool and records:
+            model = CWMCostModel()
+            row["prior"] = model.margins(mod, pool, target).tolist()
+            sample = np.random.default_rng(0).permutation(len(records))[:observe]
+            model.observe(mod, [records[i]["trace"] for i in sample],
+                          [sum(records[i]["run_secs"]) / len(records[i]["run_secs"]) for i in sample], target)
+            row["adapted"] = model.margins(mod, pool, target).tolist()
+            result = remeasure(mod, {"own": records[0]["trace"], **{f"seed{i}": t for i, t in enumerate(pool)}},
+                               repeats=10, min_repeat_ms=10)
+            row["own_us"] = result["own"]["median_us"]
+            row["seeds_us"] = [result[f"seed{i}"]["median_us"] for i in range(len(pool))]
+        _append(path, row)
+        rows.append(row)
+        log(f"{task['name'][:48]:48s} own {row['own_us']} pool {len(pool)}")
+    return rows
+
+
+def run_choice_network_out(loader, library, rows: list[dict], fit_only_roots, observe: int = 56) -> list[dict]:
+    """The choice rows again, scored by a prior that has not seen the task's network: the
+    model's ranker refitted (its own config) on the probe's cached rollouts of the training tasks
+    of the other networks and of ``fit_only_roots``, leave one network out (the probe's
+    ``--group-by network`` folds). Adds ``prior_no`` and ``adapted_no`` (after ``observe`` as in
+    :func:`run_choice`) to each row; checkpointed in ``seed_transfer_choice_no_runs.jsonl``."""
+    import copy
+    from pathlib import Path as _Path
+
+    import numpy as np
+
+    from cwm.actions.trace_io import trace_to_json
+    from cwm.cost_model.cwm_model import CWMCostModel
+    from cwm.model import default_model_dir
+    from cwm.model.fingerprint import model_fingerprint
+    from cwm.model.probe import network_folds, representation, training_tasks
+    from cwm.model.ranker import Ranker
+    from cwm.model.world_model import WorldModel
+    from cwm.target_spec import host_target
+    from cwm.tuning.seeded_search import transferred_candidates
+
+    path, done = _checkpoint("choice_no")
+    by_task = {r["task"]: r for r in done}
+    todo = {r["task"]: r for r in rows if r["own_us"] and r["task"] not in by_task}
+    if todo:
+        model_dir, target = default_model_dir(), host_target()
+        model = WorldModel.load(model_dir)
+        tasks, fit_only = training_tasks(loader, model, fit_only_roots, _Path.home() / ".cache" / "cwm" / "probe",
+                                         model_fingerprint(model_dir), 64, 0, False, log)
+        fold_of = {}
+        for network, keys in network_folds({t["key"]: t["networks"] for t in tasks}):
+            for key in keys:
+                fold_of.setdefault(key, (network, keys))
+        for network in sorted({fold_of[k][0] for k in todo if k in fold_of}):
+            keys = set(next(v for n, v in fold_of.values() if n == network))
+            fit = [t for t in tasks if t["key"] not in keys] + fit_only
+            ranker = Ranker(model.ranker.cfg).fit(
+                np.concatenate([representation("zt_hat+stats", t, None) for t in fit]),
+                np.concatenate([t["lat"] for t in fit]),
+                np.concatenate([np.full(len(t["lat"]), i) for i, t in enumerate(fit)]))
+            fold_model = copy.copy(model)
+            fold_model.ranker = ranker
+            for key in sorted(k for k in todo if fold_of.get(k, (None,))[0] == network):
+                row = todo[key]
+                mod = loader.workload(key)
+                sketches, postprocs = design_spaces(mod)
+                task = {"key": key, "networks": sorted(loader.store.get_task(key).get("networks") or {})}
+                pool = [trace_to_json(c.sch.trace)
+                        for c in transferred_candidates(mod, library, seed_config(task), postprocs, sketches)]
+                shipped = CWMCostModel(world_model=model).margins(mod, pool, target)
+                if len(pool) != row["n_seeds"] or not np.allclose(shipped, row["prior"], rtol=1e-5, atol=1e-5):
+                    raise RuntimeError(f"{key}: the pool differs from the choice run's")
+                cost_model = CWMCostModel(world_model=fold_model)
+                out = {"task": key, "network": network, "prior_no": cost_model.margins(mod, pool, target).tolist()}
+                records = sorted((r for r in loader.store.records(key) if _valid(r)),
+                                 key=lambda r: statistics.median(r["run_secs"]))
+                sample = np.random.default_rng(0).permutation(len(records))[:observe]
+                cost_model.observe(mod, [records[i]["trace"] for i in sample],
+                                   [sum(records[i]["run_secs"]) / len(records[i]["run_secs"]) for i in sample], target)
+                out["adapted_no"] = cost_model.margins(mod, pool, target).tolist()
+                _append(path, out)
+                by_task[key] = out
+                log(f"network-out {network}: {row['name'][:48]}")
+    return [{**r, **{k: v for k, v in by_task.get(r["task"], {}).items() if k.endswith("_no")}} for r in rows]
+
+
+def _best_of(us: list, order, k: int) -> float:
+    taken = [us[i] for i in list(order)[:k] if us[i]]
+    return min(taken) if taken else math.inf
+
+
+def choice_summary(rows: list[dict], ks=(4, 8, 12, 16, 24), random_draws: int = 200) -> dict:
+    """Per ordering and K: geomean over tasks of ``best of the K chosen / own best`` (as in
+    :func:`quality_summary`, a task whose K chosen all failed to run is left out of the geomean;
+    the choice run had no such seed)."""
+    import numpy as np
+
+    measured = [r for r in rows if r["own_us"] and any(r["seeds_us"])]
+    rng = np.random.default_rng(0)
+    out = {"tasks": len(measured), "pool_sizes": [r["n_seeds"] for r in measured], "by_order": {}}
+    orders = {"library": lambda r: range(len(r["seeds_us"])),
+              "prior": lambda r: np.argsort(-np.asarray(r["prior"]), kind="stable"),
+              "adapted": lambda r: np.argsort(-np.asarray(r["adapted"]), kind="stable"),
+              "prior_network_out": lambda r: np.argsort(-np.asarray(r["prior_no"]), kind="stable"),
+              "adapted_network_out": lambda r: np.argsort(-np.asarray(r["adapted_no"]), kind="stable")}
+    for name, order in orders.items():
+        if name.endswith("network_out") and not all("prior_no" in r for r in measured):
+            continue
+        out["by_order"][name] = {str(k): geomean([_best_of(r["seeds_us"], order(r), k) / r["own_us"]
+                                                  for r in measured]) for k in ks}
+    out["by_order"]["random"] = {str(k): float(np.mean([geomean([
+        _best_of(r["seeds_us"], rng.permutation(len(r["seeds_us"])), k) / r["own_us"] for r in measured])
+        for _ in range(random_draws)])) for k in ks}
+    out["by_order"]["oracle"] = {str(k): geomean([min(x for x in r["seeds_us"] if x) / r["own_us"]
+                                                 for r in measured]) for k in ks}
+    return out
+
+
+def replay_summary(search_rows: list[dict], rows: list[dict], ks=(4, 8, 12, 16)) -> dict:
+    """A seed round replayed on the unseeded searches of ``--mode search``: per ordering and K,
+    geomean over (task, seed) of ``min(the unseeded search's best after 64 - K trials, the best of
+    the K seeds the ordering takes) / its best after 64``. The seeds' latencies are the choice
+    run's (interleaved re-measurement), the search's its runner's: the same machine, other
+    timers, so it is a rough guide to the K and the ordering, not a search result."""
+    import numpy as np
+
+    choice = {r["task"]: r for r in rows if r["own_us"] and any(r["seeds_us"])}
+    orders = {"library": lambda r: range(len(r["seeds_us"]))}
+    if all("prior_no" in r for r in choice.values()):
+        orders["prior_network_out"] = lambda r: np.argsort(-np.asarray(r["prior_no"]), kind="stable")
+    out = {"searches": 0, "by_order": {}}
+    searches = [r for r in search_rows if r["arm"] == "none" and r["task"] in choice and len(r["curve"]) >= max(ks)
+                and r["curve"][-1]]
+    out["searches"] = len(searches)
+    for name, order in orders.items():
+        out["by_order"][name] = {}
+        for k in ks:
+            ratios = []
+            for r in searches:
+                c = choice[r["task"]]
+                taken = [c["seeds_us"][i] for i in list(order(c))[:k] if c["seeds_us"][i]]
+                evolved = r["curve"][len(r["curve"]) - 1 - k] or math.inf
+                ratios.append(min([evolved] + taken) / r["curve"][-1])
+            out["by_order"][name][str(k)] = geomean(ratios)
+    return out
+
+
 def quality_summary(rows: list[dict]) -> dict:
     measured = [r for r in rows if r["own_us"] and any(r["seeds_us"])]
     out = {"tasks": len(rows), "tasks_with_seeds": len(measured), "by_k": {}}
@@ -157,8 +332,10 @@ def run_search(loader, library, arms, seeds, n_tasks: int, trials: int = 64) -> 
                 stats, options = {}, {}
                 if arm != "none":
                     placement = "first" if arm.startswith("first") else "last"
+                    choice = "model" if arm.endswith("m") else "library"
                     options = {"seed_library": library, "seed_config": seed_config(
-                        task, seed_trials=int(arm[len(placement):]), placement=placement, stats=stats)}
+                        task, seed_trials=int(arm[len(placement):].rstrip("m")), placement=placement,
+                        choice=choice, stats=stats)}
                 start = time.perf_counter()
                 out = tune_tir(loader.workload(task["key"]), "llvm", trials=trials, cost_model="cwm", seed=seed,
                                **options)
@@ -189,12 +366,15 @@ def search_summary(rows: list[dict]) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mode", choices=("quality", "search"), required=True)
+    parser.add_argument("--mode", choices=("quality", "choice", "search"), required=True)
     parser.add_argument("--data", action="append", default=None,
                         help="dataset roots of the library (default: data/dataset and data/dataset_breadth)")
     parser.add_argument("--arms", default="none,first8,last8")
     parser.add_argument("--seeds", default="0,1")
     parser.add_argument("--tasks", type=int, default=12)
+    parser.add_argument("--observe", type=int, default=56, help="choice: task records the adapted model sees")
+    parser.add_argument("--network-out", action="store_true",
+                        help="choice: also score by priors refitted without the task's network (slow)")
     args = parser.parse_args(argv)
 
     from cwm import tvm_patch  # noqa: F401  (MetaSchedule's fast import)
@@ -206,6 +386,15 @@ def main(argv=None) -> int:
     loader = DatasetLoader(roots[0])
     if args.mode == "quality":
         section = quality_summary(run_quality(loader, library))
+    elif args.mode == "choice":
+        rows = run_choice(loader, library, args.observe)
+        if args.network_out:
+            rows = run_choice_network_out(loader, library, rows, [r for r in roots[1:] if os.path.isdir(r)],
+                                          args.observe)
+        section = choice_summary(rows)
+        _, search_rows = _checkpoint("search")
+        if search_rows:
+            section["replay"] = replay_summary(search_rows, rows)
     else:
         rows = run_search(loader, library, args.arms.split(","), [int(s) for s in args.seeds.split(",")], args.tasks)
         section = search_summary(rows)

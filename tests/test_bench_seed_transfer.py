@@ -48,3 +48,40 @@ def test_round_robin_takes_op_classes_in_turn_heaviest_first_one_per_name():
              {"key": "s1", "name": "softmax", "flop": 2}]
     assert [t["key"] for t in round_robin(tasks, 4)] == ["c2", "m1", "s1", "c1"]
     assert [t["key"] for t in round_robin(tasks, 10)] == ["c2", "m1", "s1", "c1"]  # c3: the name was taken
+
+
+def test_choice_summary_takes_the_best_of_the_k_each_ordering_puts_first():
+    """Two tasks, pools of 3: library order, the prior's order and the adapted model's order
+    each take their own first K; the oracle is the pool's best whatever K; random lies between."""
+    from seed_transfer import choice_summary
+
+    rows = [{"own_us": 10.0, "seeds_us": [40.0, 20.0, 10.0], "n_seeds": 3,
+             "prior": [0.0, 1.0, 2.0], "adapted": [2.0, 1.0, 0.0]},
+            {"own_us": 10.0, "seeds_us": [10.0, 20.0, 30.0], "n_seeds": 3,
+             "prior": [0.0, 2.0, 1.0], "adapted": [1.0, 0.0, 2.0]},
+            {"own_us": None, "seeds_us": [], "n_seeds": 0, "prior": [], "adapted": []}]  # not measured
+    out = choice_summary(rows, ks=(1, 2), random_draws=50)
+    assert out["tasks"] == 2
+    by = out["by_order"]
+    assert by["library"]["1"] == pytest.approx(math.sqrt(4.0 * 1.0))
+    assert by["prior"]["1"] == pytest.approx(math.sqrt(1.0 * 2.0))
+    assert by["prior"]["2"] == pytest.approx(math.sqrt(1.0 * 2.0))
+    assert by["adapted"]["1"] == pytest.approx(math.sqrt(4.0 * 3.0))
+    assert by["oracle"]["1"] == by["oracle"]["2"] == pytest.approx(1.0)
+    assert by["oracle"]["2"] <= by["random"]["2"] <= max(by["library"]["1"], by["adapted"]["1"])
+    assert "prior_network_out" not in by  # those rows were not scored network-out
+
+
+def test_replay_summary_puts_the_chosen_seeds_in_place_of_the_last_trials():
+    """One unseeded search (best 100 after 60 trials, 80 after 64); seeds of 90 and 70: K = 4
+    replaces the last 4 trials with the first 4 seeds the ordering takes."""
+    from seed_transfer import replay_summary
+
+    curve = [100.0] * 60 + [80.0] * 4
+    search = [{"task": "a", "arm": "none", "seed": 0, "curve": curve},
+              {"task": "a", "arm": "last8", "seed": 0, "curve": curve}]  # seeded arms are not replayed
+    rows = [{"task": "a", "own_us": 50.0, "seeds_us": [90.0, 95.0, 96.0, 97.0, 70.0], "prior_no": [0, 0, 0, 0, 1]}]
+    out = replay_summary(search, rows, ks=(4,))
+    assert out["searches"] == 1
+    assert out["by_order"]["library"]["4"] == pytest.approx(90.0 / 80.0)  # worse than the search's own end
+    assert out["by_order"]["prior_network_out"]["4"] == pytest.approx(70.0 / 80.0)

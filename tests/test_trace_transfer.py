@@ -182,11 +182,12 @@ def test_library_from_dataset_keeps_held_out_tasks_out(tiny_dataset):
         assert 1 <= len(e.traces) <= 3 and e.latency_s == sorted(e.latency_s)
 
 
-@pytest.mark.parametrize("placement", ["first", "last"])
-def test_seeded_search_measures_the_seeds_in_their_round(tmp_path, trace_records, placement):
+@pytest.mark.parametrize("placement,choice", [("first", "library"), ("last", "library"), ("last", "model")])
+def test_seeded_search_measures_the_seeds_in_their_round(tmp_path, trace_records, placement, choice):
     """A 64x48x32 matmul tuned for 12 trials (rounds of 4) with a library holding matmul_256's
     fastest traces: 3 transferred candidates are measured as the first (or the last) round, the
-    budget is kept, and the evolutionary search measures the rest."""
+    budget is kept, and the evolutionary search measures the rest. Chosen by the cost model, the
+    3 are 3 distinct members of the pool."""
     import tvm_ffi
 
     from cwm import tuning
@@ -201,7 +202,8 @@ def test_seeded_search_measures_the_seeds_in_their_round(tmp_path, trace_records
                    for t in traces[:4]}
     stats = {}
     out = tuning.tune_tir(mod, trials=12, work_dir=str(tmp_path / "wd"), seed_library=lib,
-                          seed_config=SeedConfig(seed_trials=3, placement=placement, stats=stats),
+                          seed_config=SeedConfig(seed_trials=3, placement=placement, choice=choice,
+                                                 stats=stats),
                           settings=tuning.FastSettings(population_size=16, init_min_unmeasured=8,
                                                        num_trials_per_iter=4))
     # one candidate per distinct program after postprocessing: two transfers may postprocess alike
@@ -211,6 +213,45 @@ def test_seeded_search_measures_the_seeds_in_their_round(tmp_path, trace_records
                for r in out.records]
     seed_round = is_seed[:3] if placement == "first" else is_seed[-3:]
     assert all(seed_round), is_seed
+    if choice == "model" and stats["transferred"] > 3:  # the cost model chose 3 of the pool
+        assert len(set(stats["chosen"])) == 3 and max(stats["chosen"]) < stats["transferred"]
+
+
+class _FixedScores:
+    def __init__(self, scores):
+        self.scores = scores
+
+    def predict(self, context, candidates):
+        return self.scores[:len(candidates)]
+
+
+class _Inner:
+    def pre_tuning(self, *args):
+        self.args = args
+
+
+@pytest.mark.parametrize("choice,expected", [("library", ["a", "b"]), ("model", ["d", "b"])])
+def test_seed_choice_takes_the_library_order_or_the_cost_models_best(monkeypatch, choice, expected):
+    """The seeds: the first transferred candidates, or those the cost model scores highest (best
+    first); the inner search gets the rest of the budget."""
+    from cwm.tuning import seeded_search
+
+    monkeypatch.setattr(seeded_search, "transferred_candidates", lambda *a: ["a", "b", "c", "d", "e"])
+    # the Python object behind MetaSchedule's derived-object wrapper (its pre_tuning is the FFI one)
+    search = seeded_search.SeededSearch(_Inner(), None, seeded_search.SeedConfig(seed_trials=2, choice=choice))._inst
+    search.context = type("Context", (), {"mod": None, "space_generator": type("G", (), {"postprocs": []})})()
+    search.pre_tuning(10, 4, [], None, _FixedScores([0.1, 0.7, 0.5, 0.9, 0.2]))
+    assert search.pending == expected
+    assert search.inner.args[0] == 8
+
+
+def test_seed_config_refuses_unknown_choices():
+    from cwm.tuning.seeded_search import SeedConfig
+
+    with pytest.raises(ValueError, match="choice"):
+        SeedConfig(choice="best")
+    with pytest.raises(ValueError, match="placement"):
+        SeedConfig(placement="middle")
 
 
 def test_no_similar_workload_means_plain_search(tmp_path, trace_records):

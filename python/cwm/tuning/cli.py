@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from cwm.cost_model.factory import registered as cost_models  # cheap: no TVM, no torch
+from cwm.tuning.settings import SEARCH_PROFILES  # cheap: TVM is imported inside its methods
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -20,7 +21,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cost-model", default="cwm", choices=cost_models())
     parser.add_argument("--work-dir", default=None, help="MetaSchedule database and logs (default: a temp dir)")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--profile", default=None, choices=("fast", "wide", "seeded"),
+    parser.add_argument("--profile", default=None, choices=tuple(SEARCH_PROFILES),
                         help="search profile (cwm.tuning.settings.SEARCH_PROFILES); default: the cost model's "
                              "(cwm.tuning.settings.DEFAULT_PROFILE)")
     parser.add_argument("--model-dir", default=None, help="world model for --cost-model cwm (default: shipped)")

@@ -26,12 +26,22 @@ class SeedConfig:
     seed_trials: int = 8
     #: "first" or "last": the round in which the seeds are measured (:class:`SeededSearch`)
     placement: str = "last"
+    #: "library": the first ``seed_trials`` transferred candidates in library order (nearest task
+    #: first); "model": the ``seed_trials`` of them the search's cost model scores highest before
+    #: the search starts (CWM: its prior, not yet adapted to the task; decision 60)
+    choice: str = "library"
     max_tasks: int = 8
     per_task: int = 3
     #: library entries left out (a replay on training tasks keeps a task's own network out)
     exclude_keys: tuple = ()
     exclude_networks: tuple = ()
     stats: dict = field(default_factory=dict, compare=False)
+
+    def __post_init__(self):
+        if self.placement not in ("first", "last"):
+            raise ValueError(f"placement must be 'first' or 'last', not {self.placement!r}")
+        if self.choice not in ("library", "model"):
+            raise ValueError(f"choice must be 'library' or 'model', not {self.choice!r}")
 
 
 def transferred_candidates(mod, library, config: SeedConfig, postprocs, design_spaces) -> list:
@@ -92,6 +102,13 @@ class SeededSearch(PySearchStrategy):
         candidates = transferred_candidates(self.context.mod, self.library, self.config,
                                             list(self.context.space_generator.postprocs), list(design_spaces))
         n = min(self.config.seed_trials, num_trials_per_iter, max(0, int(max_trials) - 1), len(candidates))
+        if self.config.choice == "model" and cost_model is not None and len(candidates) > n > 0:
+            import numpy as np
+
+            scores = np.asarray(cost_model.predict(self.context, candidates), np.float64)
+            order = np.argsort(-scores, kind="stable")[:n]
+            self.config.stats.update(chosen=[int(i) for i in order])
+            candidates = [candidates[i] for i in order]
         self.pending = candidates[:n]
         self.config.stats.update(seeded=n)
         self.inner.pre_tuning(int(max_trials) - n, num_trials_per_iter, design_spaces, database, cost_model)

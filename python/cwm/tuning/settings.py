@@ -51,6 +51,9 @@ class FastSettings:
     seed_trials: int = 0
     #: "first" or "last": the round in which they are measured
     seed_placement: str = "last"
+    #: "library" or "model": which of the transferred schedules are measured
+    #: (:class:`~cwm.tuning.seeded_search.SeedConfig` ``choice``)
+    seed_choice: str = "library"
 
     def __post_init__(self):
         if self.builder_kind not in ("pooled", "in-process"):
@@ -61,6 +64,8 @@ class FastSettings:
             raise ValueError(f"export must be 'tar' or 'so', not {self.export!r}")
         if self.seed_placement not in ("first", "last"):
             raise ValueError(f"seed_placement must be 'first' or 'last', not {self.seed_placement!r}")
+        if self.seed_choice not in ("library", "model"):
+            raise ValueError(f"seed_choice must be 'library' or 'model', not {self.seed_choice!r}")
         if self.init_min_unmeasured > self.population_size:
             raise ValueError("init_min_unmeasured must be <= population_size "
                              f"({self.init_min_unmeasured} > {self.population_size})")
@@ -79,7 +84,8 @@ class FastSettings:
             return search
         from cwm.tuning.seeded_search import SeedConfig, SeededSearch
 
-        config = seed_config or SeedConfig(seed_trials=self.seed_trials, placement=self.seed_placement)
+        config = seed_config or SeedConfig(seed_trials=self.seed_trials, placement=self.seed_placement,
+                                           choice=self.seed_choice)
         return SeededSearch(search, seed_library, config)
 
     def evaluator_config(self):
@@ -178,6 +184,7 @@ SEARCH_PROFILES = {
     "fast": {},
     "wide": {k: getattr(STOCK, k) for k in ("population_size", "init_min_unmeasured", "genetic_num_iters")},
     "seeded": {"seed_trials": 8, "seed_placement": "last"},
+    "seeded_by_model": {"seed_trials": 8, "seed_placement": "last", "seed_choice": "model"},
 }
 
 #: the profile a named cost model searches with when no settings are given (docs/decisions.md);
