@@ -122,8 +122,7 @@ def run_quality(loader, library, k: int = 8) -> list[dict]:
         mod = loader.workload(task["key"])
         sketches, postprocs = design_spaces(mod)
         seeds = transferred_candidates(mod, library, seed_config(task), postprocs, sketches)
-        records = sorted((r for r in loader.store.records(task["key"]) if _valid(r)),
-                         key=lambda r: statistics.median(r["run_secs"]))
+        records = _records(loader, task["key"])
         row = {"task": task["key"], "name": task["name"], "flop": task["flop"], "n_seeds": len(seeds),
                "n_records": len(records), "own_us": None, "seeds_us": []}
         if seeds and records:
@@ -138,14 +137,38 @@ def run_quality(loader, library, k: int = 8) -> list[dict]:
     return rows
 
 
-def run_choice(loader, library, observe: int = 56) -> list[dict]:
+def _records(loader, key: str) -> list:
+    """The task's valid dataset records, fastest (median) first."""
+    return sorted((r for r in loader.store.records(key) if _valid(r)), key=lambda r: statistics.median(r["run_secs"]))
+
+
+def _pool(mod, library, task: dict) -> list[str]:
+    """The task's transferred candidates (trace JSON texts), in library order."""
+    from cwm.actions.trace_io import trace_to_json
+    from cwm.tuning.seeded_search import transferred_candidates
+
+    sketches, postprocs = design_spaces(mod)
+    return [trace_to_json(c.sch.trace) for c in transferred_candidates(mod, library, seed_config(task), postprocs,
+                                                                       sketches)]
+
+
+def _prior_and_adapted(cost_model, mod, pool: list[str], records: list, observe: int, target) -> tuple[list, list]:
+    """``cost_model``'s margins of ``pool`` before and after it observes ``observe`` of the
+    task's ``records`` (a seeded random sample)."""
     import numpy as np
+
+    prior = cost_model.margins(mod, pool, target).tolist()
+    sample = np.random.default_rng(0).permutation(len(records))[:observe]
+    cost_model.observe(mod, [records[i]["trace"] for i in sample],
+                       [sum(records[i]["run_secs"]) / len(records[i]["run_secs"]) for i in sample], target)
+    return prior, cost_model.margins(mod, pool, target).tolist()
+
+
+def run_choice(loader, library, observe: int = 56) -> list[dict]:
     from search_remeasure import remeasure
 
-    from cwm.actions.trace_io import trace_to_json
     from cwm.cost_model.cwm_model import CWMCostModel
     from cwm.target_spec import host_target
-    from cwm.tuning.seeded_search import transferred_candidates
 
     path, rows = _checkpoint("choice")
     done = {r["task"] for r in rows}
@@ -154,20 +177,11 @@ def run_choice(loader, library, observe: int = 56) -> list[dict]:
         if task["key"] in done:
             continue
         mod = loader.workload(task["key"])
-        sketches, postprocs = design_spaces(mod)
-        pool = [trace_to_json(c.sch.trace) for c in transferred_candidates(
-            mod, library, seed_config(task), postprocs, sketches)]
-        records = [r for r in loader.store.records(task["key"]) if _valid(r)]
-        records.sort(key=lambda r: statistics.median(r["run_secs"]))
+        pool, records = _pool(mod, library, task), _records(loader, task["key"])
         row = {"task": task["key"], "name": task["name"], "flop": task["flop"], "n_seeds": len(pool),
                "own_us": None, "seeds_us": [], "prior": [], "adapted": []}
         if pool and records:
-            model = CWMCostModel()
-            row["prior"] = model.margins(mod, pool, target).tolist()
-            sample = np.random.default_rng(0).permutation(len(records))[:observe]
-            model.observe(mod, [records[i]["trace"] for i in sample],
-                          [sum(records[i]["run_secs"]) / len(records[i]["run_secs"]) for i in sample], target)
-            row["adapted"] = model.margins(mod, pool, target).tolist()
+            row["prior"], row["adapted"] = _prior_and_adapted(CWMCostModel(), mod, pool, records, observe, target)
             result = remeasure(mod, {"own": records[0]["trace"], **{f"seed{i}": t for i, t in enumerate(pool)}},
                                repeats=10, min_repeat_ms=10)
             row["own_us"] = result["own"]["median_us"]
@@ -189,7 +203,6 @@ def run_choice_network_out(loader, library, rows: list[dict], fit_only_roots, ob
 
     import numpy as np
 
-    from cwm.actions.trace_io import trace_to_json
     from cwm.cost_model.cwm_model import CWMCostModel
     from cwm.model import default_model_dir
     from cwm.model.fingerprint import model_fingerprint
@@ -197,7 +210,6 @@ def run_choice_network_out(loader, library, rows: list[dict], fit_only_roots, ob
     from cwm.model.ranker import Ranker
     from cwm.model.world_model import WorldModel
     from cwm.target_spec import host_target
-    from cwm.tuning.seeded_search import transferred_candidates
 
     path, done = _checkpoint("choice_no")
     by_task = {r["task"]: r for r in done}
@@ -223,25 +235,39 @@ def run_choice_network_out(loader, library, rows: list[dict], fit_only_roots, ob
             for key in sorted(k for k in todo if fold_of.get(k, (None,))[0] == network):
                 row = todo[key]
                 mod = loader.workload(key)
-                sketches, postprocs = design_spaces(mod)
-                task = {"key": key, "networks": sorted(loader.store.get_task(key).get("networks") or {})}
-                pool = [trace_to_json(c.sch.trace)
-                        for c in transferred_candidates(mod, library, seed_config(task), postprocs, sketches)]
+                pool = _pool(mod, library, {"key": key,
+                                            "networks": sorted(loader.store.get_task(key).get("networks") or {})})
                 shipped = CWMCostModel(world_model=model).margins(mod, pool, target)
                 if len(pool) != row["n_seeds"] or not np.allclose(shipped, row["prior"], rtol=1e-5, atol=1e-5):
                     raise RuntimeError(f"{key}: the pool differs from the choice run's")
-                cost_model = CWMCostModel(world_model=fold_model)
-                out = {"task": key, "network": network, "prior_no": cost_model.margins(mod, pool, target).tolist()}
-                records = sorted((r for r in loader.store.records(key) if _valid(r)),
-                                 key=lambda r: statistics.median(r["run_secs"]))
-                sample = np.random.default_rng(0).permutation(len(records))[:observe]
-                cost_model.observe(mod, [records[i]["trace"] for i in sample],
-                                   [sum(records[i]["run_secs"]) / len(records[i]["run_secs"]) for i in sample], target)
-                out["adapted_no"] = cost_model.margins(mod, pool, target).tolist()
+                out = {"task": key, "network": network}
+                out["prior_no"], out["adapted_no"] = _prior_and_adapted(
+                    CWMCostModel(world_model=fold_model), mod, pool, _records(loader, key), observe, target)
                 _append(path, out)
                 by_task[key] = out
                 log(f"network-out {network}: {row['name'][:48]}")
     return [{**r, **{k: v for k, v in by_task.get(r["task"], {}).items() if k.endswith("_no")}} for r in rows]
+
+
+#: ordering name -> the row field of its scores (higher first); "library" is the pool's own order
+_SCORE_FIELD = {"prior": "prior", "adapted": "adapted", "prior_network_out": "prior_no",
+                "adapted_network_out": "adapted_no"}
+
+
+def _orders(rows: list[dict], names) -> dict:
+    """``{name: row -> candidate indices in that order}`` for the ``names`` every row has scores for."""
+    import numpy as np
+
+    def by(field):
+        return lambda r: np.argsort(-np.asarray(r[field]), kind="stable")
+
+    out = {}
+    for name in names:
+        if name == "library":
+            out[name] = lambda r: range(len(r["seeds_us"]))
+        elif all(_SCORE_FIELD[name] in r for r in rows):
+            out[name] = by(_SCORE_FIELD[name])
+    return out
 
 
 def _best_of(us: list, order, k: int) -> float:
@@ -258,14 +284,8 @@ def choice_summary(rows: list[dict], ks=(4, 8, 12, 16, 24), random_draws: int = 
     measured = [r for r in rows if r["own_us"] and any(r["seeds_us"])]
     rng = np.random.default_rng(0)
     out = {"tasks": len(measured), "pool_sizes": [r["n_seeds"] for r in measured], "by_order": {}}
-    orders = {"library": lambda r: range(len(r["seeds_us"])),
-              "prior": lambda r: np.argsort(-np.asarray(r["prior"]), kind="stable"),
-              "adapted": lambda r: np.argsort(-np.asarray(r["adapted"]), kind="stable"),
-              "prior_network_out": lambda r: np.argsort(-np.asarray(r["prior_no"]), kind="stable"),
-              "adapted_network_out": lambda r: np.argsort(-np.asarray(r["adapted_no"]), kind="stable")}
-    for name, order in orders.items():
-        if name.endswith("network_out") and not all("prior_no" in r for r in measured):
-            continue
+    for name, order in _orders(measured, ("library", "prior", "adapted", "prior_network_out",
+                                          "adapted_network_out")).items():
         out["by_order"][name] = {str(k): geomean([_best_of(r["seeds_us"], order(r), k) / r["own_us"]
                                                   for r in measured]) for k in ks}
     out["by_order"]["random"] = {str(k): float(np.mean([geomean([
@@ -282,12 +302,8 @@ def replay_summary(search_rows: list[dict], rows: list[dict], ks=(4, 8, 12, 16))
     the K seeds the ordering takes) / its best after 64``. The seeds' latencies are the choice
     run's (interleaved re-measurement), the search's its runner's: the same machine, other
     timers, so it is a rough guide to the K and the ordering, not a search result."""
-    import numpy as np
-
     choice = {r["task"]: r for r in rows if r["own_us"] and any(r["seeds_us"])}
-    orders = {"library": lambda r: range(len(r["seeds_us"]))}
-    if all("prior_no" in r for r in choice.values()):
-        orders["prior_network_out"] = lambda r: np.argsort(-np.asarray(r["prior_no"]), kind="stable")
+    orders = _orders(list(choice.values()), ("library", "prior_network_out"))
     out = {"searches": 0, "by_order": {}}
     searches = [r for r in search_rows if r["arm"] == "none" and r["task"] in choice and len(r["curve"]) >= max(ks)
                 and r["curve"][-1]]
@@ -309,8 +325,7 @@ def quality_summary(rows: list[dict]) -> dict:
     measured = [r for r in rows if r["own_us"] and any(r["seeds_us"])]
     out = {"tasks": len(rows), "tasks_with_seeds": len(measured), "by_k": {}}
     for k in (1, 2, 4, 8):
-        ratios = [min(x for x in r["seeds_us"][:k] if x) / r["own_us"] if any(r["seeds_us"][:k]) else math.inf
-                  for r in measured]
+        ratios = [_best_of(r["seeds_us"], range(len(r["seeds_us"])), k) / r["own_us"] for r in measured]
         out["by_k"][str(k)] = {"geomean_best_seed_over_own": geomean(ratios),
                                "faster_than_own": sum(x < 1 for x in ratios),
                                "within_10pct": sum(x < 1.1 for x in ratios)}
