@@ -9,6 +9,7 @@
 #include "action_stats.h"
 #include "canonical.h"
 #include "featurize.h"
+#include "forest.h"
 #include "trace_structure.h"
 #include "transition.h"
 #include "version.h"
@@ -185,12 +186,41 @@ py::array_t<float> StructureStatsPy(const py::array& ints, const py::array& nums
   return PerTraceStats(ints, nums, lengths, cwm::NumStructureStats(), cwm::StructureStats);
 }
 
+// The ranker's trees (forest.h); predict releases the GIL.
+class ForestPy {
+ public:
+  explicit ForestPy(const py::bytes& model_json) : f_(cwm::Forest::FromJson(std::string(model_json))) {}
+
+  py::array_t<float> Predict(const py::array& rows_in, int num_threads) const {
+    if (!py::isinstance<py::array_t<float>>(rows_in)) throw py::value_error("rows must be a float32 array");
+    F32 rows = F32::ensure(rows_in);
+    if (rows.ndim() != 2 || rows.shape(1) != f_.num_features())
+      throw py::value_error("rows must have shape (n, " + std::to_string(f_.num_features()) + "), got " +
+                            ShapeOf(rows));
+    py::array_t<float> out(rows.shape(0));
+    const float* rp = rows.data();
+    float* op = out.mutable_data();
+    size_t n = static_cast<size_t>(rows.shape(0)), cols = static_cast<size_t>(rows.shape(1));
+    {
+      py::gil_scoped_release release;
+      f_.Predict(rp, n, cols, op, num_threads);
+    }
+    return out;
+  }
+  int num_features() const { return f_.num_features(); }
+  int num_trees() const { return f_.num_trees(); }
+
+ private:
+  cwm::Forest f_;
+};
+
 }  // namespace
 
 PYBIND11_MODULE(_native, m) {
   m.doc() = "CWM native core: trace canonicalisation and featurisation (private; use cwm.native)";
   py::register_exception<cwm::TraceFormatError>(m, "TraceFormatError", PyExc_ValueError);
   py::register_exception<cwm::JsonError>(m, "JsonError", PyExc_ValueError);
+  py::register_exception<cwm::ForestError>(m, "ForestError", PyExc_ValueError);
   m.def("api_version", [] { return CWM_NATIVE_API_VERSION; });
   m.def("sources_hash", [] { return std::string(CWM_SOURCES_HASH); });
   m.def("action_kinds", [] { return cwm::ActionKinds(); });
@@ -210,6 +240,12 @@ PYBIND11_MODULE(_native, m) {
         "Ranker features of action sequences (twin of cwm.model.action_stats.sequence_stats)");
   m.def("structure_stats", &StructureStatsPy, py::arg("ints"), py::arg("numbers"), py::arg("lengths"),
         "Loop-nest structure of action sequences (twin of cwm.model.trace_structure.structure_stats)");
+  py::class_<ForestPy>(m, "Forest")
+      .def(py::init<py::bytes>(), py::arg("model_json"), "an XGBoost gbtree model as JSON bytes (save_raw('json'))")
+      .def("predict", &ForestPy::Predict, py::arg("rows"), py::arg("num_threads") = 1,
+           "rows [n, num_features] f32 -> scores [n] f32 (the bits of Booster.predict)")
+      .def_property_readonly("num_features", &ForestPy::num_features)
+      .def_property_readonly("num_trees", &ForestPy::num_trees);
   m.def("canonical_actions", &CanonicalActions, py::arg("trace"),
         "Trace JSON text -> (actions, unknown_kinds, num_insts); for parity tests and debugging");
 }

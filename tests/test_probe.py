@@ -94,6 +94,16 @@ def test_probe_on_the_tiny_dataset(tiny_dataset, tiny_model_dir, tmp_path):
     with pytest.raises(ValueError, match="unknown ranker config field"):
         run_probe(tiny_dataset, tiny_model_dir, folds=2, cache_dir=cache, max_candidates=8, log=lambda *_: None,
                   names=("stats",), ranker_set={"trees_in_parallel": 2})
+    # --ranker-seeds: one fit per ranker seed on the same folds and candidates, metrics averaged
+    single = [run_probe(tiny_dataset, tiny_model_dir, folds=2, cache_dir=cache, max_candidates=8,
+                        log=lambda *_: None, names=("stats",), ranker="model", ranker_seeds=[s])
+              for s in (0, 1)]
+    both = run_probe(tiny_dataset, tiny_model_dir, folds=2, cache_dir=cache, max_candidates=8, log=lambda *_: None,
+                     names=("stats",), ranker="model", ranker_seeds=[0, 1])
+    assert both["ranker_seeds"] == [0, 1] and len(both["per_fold_seed"]) == 2
+    for m in ("pairwise_acc", "top1_task_mean"):
+        mean = np.mean([r["representations"]["stats"][m] for r in single])
+        assert both["representations"]["stats"][m] == pytest.approx(mean, abs=1e-12)  # a float mean of the same runs
 
 
 def test_network_grouped_cv_reports_every_fold():

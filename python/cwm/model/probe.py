@@ -295,11 +295,14 @@ def training_tasks(loader, model, fit_only_data, cache_dir, fingerprint, max_can
 def run_probe(data, model_dir, folds: int = 5, seed: int = 0, cache_dir=None, max_tasks=None,
               max_candidates: int | None = 64, log=print, fit_only_data=(), names=REPRESENTATIONS,
               fold_seeds=None, ranker: str = "probe", group_by: str = "task", ranker_set=None,
-              rank_cfg=None) -> dict:
+              rank_cfg=None, ranker_seeds=None) -> dict:
     """``ranker``: ``"probe"`` (100 trees, depth 6: a small, fixed ranker) or ``"model"`` (the
     model's own saved ranker config: what ``cwm train`` would fit). ``ranker_set``: fields of
     :class:`~cwm.model.ranker.RankerConfig` to override (``{"parallel_trees": 4}``). ``rank_cfg``:
-    the :class:`~cwm.model.rank_transition.RankTransitionConfig` of ``zt_rank``."""
+    the :class:`~cwm.model.rank_transition.RankTransitionConfig` of ``zt_rank``. ``ranker_seeds``:
+    the ranker is fitted once per seed on the same folds and the same candidates (``seed`` keeps
+    choosing those), and the metrics are averaged: the latency-weighted top-1 of one fit moves
+    by 0.3 with the ranker's seed alone (docs/decisions.md §61)."""
     from cwm.dataset.loader import DatasetLoader
     from cwm.model.fingerprint import model_fingerprint
     from cwm.model.ranker import RankerConfig
@@ -337,13 +340,17 @@ def run_probe(data, model_dir, folds: int = 5, seed: int = 0, cache_dir=None, ma
 
         rank_cfg = RankTransitionConfig()
     fold_seeds = list(fold_seeds) if fold_seeds else [seed]
-    runs = [cross_validate(tasks, folds, s, ranker_cfg, log, names, fit_only, group_by, model.transition, rank_cfg)
-            for s in fold_seeds]
-    result = runs[0] if len(runs) == 1 else _mean_of_runs(runs)
+    import dataclasses
+
+    configs = [dataclasses.replace(ranker_cfg, seed=int(r)) for r in ranker_seeds] if ranker_seeds else [ranker_cfg]
+    runs = [cross_validate(tasks, folds, s, cfg, log, names, fit_only, group_by, model.transition, rank_cfg)
+            for s in fold_seeds for cfg in configs]
+    result = runs[0] if len(runs) == 1 else {"fold_names": runs[0]["fold_names"], **_mean_of_runs(runs)}
     return {"benchmark": "probe", "date": time.strftime("%Y-%m-%d"), "host": platform.processor() or platform.machine(),
             "cpu": cpu_name(), "model_dir": str(model_dir), "model_fingerprint": fingerprint, "split": "train",
             "group_by": group_by, "folds": folds if group_by == "task" else result["fold_names"], "seed": seed,
-            "fold_seeds": fold_seeds, "max_candidates_per_task": max_candidates,
+            "fold_seeds": fold_seeds, "ranker_seeds": [c.seed for c in configs],
+            "max_candidates_per_task": max_candidates,
             "tasks": len(tasks), "candidates": int(sum(len(t["lat"]) for t in tasks)),
             "fit_only_data": [str(r) for r in fit_only_data], "fit_only_tasks": len(fit_only),
             "fit_only_candidates": int(sum(len(t["lat"]) for t in fit_only)),
@@ -355,7 +362,8 @@ def run_probe(data, model_dir, folds: int = 5, seed: int = 0, cache_dir=None, ma
 
 
 def _mean_of_runs(runs: list[dict]) -> dict:
-    """Metrics averaged over CV runs with different fold seeds (each run's metrics are pooled)."""
+    """Metrics averaged over CV runs with different fold seeds or ranker seeds (each run's metrics are
+    pooled; ``per_fold_seed`` lists the runs, fold seed major, ranker seed minor)."""
     reps = {name: {m: float(np.mean([r["representations"][name][m] for r in runs]))
                    for m in runs[0]["representations"][name] if isinstance(runs[0]["representations"][name][m], (int, float))}
             for name in runs[0]["representations"]}
@@ -391,6 +399,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="comma-separated subset of: " + ", ".join(REPRESENTATIONS))
     p.add_argument("--fold-seeds", default=None,
                    help="comma-separated fold seeds; metrics are averaged over them (default: --seed)")
+    p.add_argument("--ranker-seeds", default=None,
+                   help="comma-separated ranker seeds: one fit per seed on the same folds and candidates, metrics "
+                        "averaged (default: --seed)")
     p.add_argument("--group-by", choices=GROUPINGS, default="task",
                    help="task: --folds seeded groups of tasks; network: leave one network out (mirrors the held-out "
                         "split: its networks gave no training task)")
@@ -418,6 +429,7 @@ def main(argv) -> int:
     if bad:
         p.error(f"unknown representation(s) {bad}; choose from {', '.join(REPRESENTATIONS)}")
     fold_seeds = [int(x) for x in args.fold_seeds.split(",")] if args.fold_seeds else None
+    ranker_seeds = [int(x) for x in args.ranker_seeds.split(",")] if args.ranker_seeds else None
     from cwm.model.config_fields import parse_assignments, with_fields
 
     try:
@@ -435,7 +447,7 @@ def main(argv) -> int:
     result = run_probe(args.data, args.model_dir or default_model_dir(), args.folds, args.seed, args.cache_dir,
                        args.max_tasks, args.max_candidates or None, fit_only_data=args.fit_only_data, names=names,
                        fold_seeds=fold_seeds, ranker=args.ranker, group_by=args.group_by, ranker_set=ranker_set,
-                       rank_cfg=rank_cfg)
+                       rank_cfg=rank_cfg, ranker_seeds=ranker_seeds)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
     print(f"{'representation':<18} {'top1':>6} {'top1/task':>9} {'pairwise':>9}")

@@ -59,10 +59,18 @@ class RankerConfig:
     extra: dict = field(default_factory=dict)
 
 
+#: batches up to this many rows are scored by the native forest (``cwm._native.Forest``, the same
+#: bits as XGBoost), larger ones by XGBoost, whose predictor is faster per row there. Measured
+#: here with 1,200 trees: 15-25 µs for one row against 2 ms through XGBoost, 40 µs a row at 64
+#: rows against 72, 40 against 24 at 2,048 (docs/decisions.md §61).
+FOREST_MAX_ROWS = 256
+
+
 class Ranker:
     def __init__(self, cfg: RankerConfig = RankerConfig()):
         self.cfg = cfg
         self.booster = None
+        self._forest = None
 
     def fit(self, features: np.ndarray, latencies: np.ndarray, groups: np.ndarray) -> "Ranker":
         """``groups[i]`` = task id of row ``i``; rows are reordered by group internally."""
@@ -85,20 +93,28 @@ class Ranker:
                   "ndcg_exp_gain": self.cfg.ndcg_exp_gain, "num_parallel_tree": self.cfg.parallel_trees,
                   **self.cfg.extra}
         self.booster = xgb.train(params, dtrain, num_boost_round=self.cfg.n_estimators)
+        self._forest = None
         return self
 
     def predict(self, features: np.ndarray) -> np.ndarray:
-        """Scores (higher = predicted faster), identical either way. Measured here (100 trees):
-        ``inplace_predict`` 248 µs vs 862 µs through a ``DMatrix`` for 1 row, but 2.3 ms vs
-        0.73 ms for 64 rows - so small batches go in place."""
+        """Scores (higher = predicted faster), the same bits either way: up to
+        :data:`FOREST_MAX_ROWS` rows through the native forest, more through XGBoost."""
         import xgboost as xgb
 
         if self.booster is None:
             raise RuntimeError("the ranker is not trained: call fit() or load()")
         x = np.ascontiguousarray(features, np.float32)
-        if len(x) <= 16:
-            return np.asarray(self.booster.inplace_predict(x))
+        if len(x) <= FOREST_MAX_ROWS:
+            return self.forest().predict(x)
         return self.booster.predict(xgb.DMatrix(x))
+
+    def forest(self):
+        """The trees in the native core (:mod:`cwm.model.forest_reference` is its spec), built once."""
+        if self._forest is None:
+            from cwm import native
+
+            self._forest = native.load().Forest(bytes(self.booster.save_raw("json")))
+        return self._forest
 
     def save(self, path_json: str) -> None:
         self.booster.save_model(path_json)
