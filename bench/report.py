@@ -352,7 +352,7 @@ def ranker_seeds_table(r) -> list[str]:
         run = json.load(open(path))
         m = run["representations"]["zt_hat+stats"]
         seeds = ", ".join(f"{x['zt_hat+stats']['top1']:.2f}" for x in run.get("per_fold_seed", []))
-        out.append(_cv_row(f"{pt}" + (" (shipped)" if pt == 4 else ""), m)[:-1] + f" {seeds} |")
+        out.append(_cv_row(f"{pt}" + (" (shipped)" if pt == 4 else ""), m) + f" {seeds} |")
     return out + [""]
 
 

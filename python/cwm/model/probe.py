@@ -296,7 +296,7 @@ def run_probe(data, model_dir, folds: int = 5, seed: int = 0, cache_dir=None, ma
               max_candidates: int | None = 64, log=print, fit_only_data=(), names=REPRESENTATIONS,
               fold_seeds=None, ranker: str = "probe", group_by: str = "task", ranker_set=None,
               rank_cfg=None, ranker_seeds=None) -> dict:
-    """``ranker``: ``"probe"`` (100 trees, depth 6: a small, fixed ranker) or ``"model"`` (the
+    """``ranker``: ``"probe"`` (100 trees, depth 6, one a round: a small, fixed ranker) or ``"model"`` (the
     model's own saved ranker config: what ``cwm train`` would fit). ``ranker_set``: fields of
     :class:`~cwm.model.ranker.RankerConfig` to override (``{"parallel_trees": 4}``). ``rank_cfg``:
     the :class:`~cwm.model.rank_transition.RankTransitionConfig` of ``zt_rank``. ``ranker_seeds``:
@@ -328,7 +328,7 @@ def run_probe(data, model_dir, folds: int = 5, seed: int = 0, cache_dir=None, ma
 
         ranker_cfg = dataclasses.replace(model.ranker.cfg, seed=seed)
     elif ranker == "probe":
-        ranker_cfg = RankerConfig(n_estimators=100, max_depth=6, seed=seed)
+        ranker_cfg = RankerConfig(n_estimators=100, max_depth=6, seed=seed, parallel_trees=1)
     else:
         raise ValueError(f"ranker must be 'probe' or 'model', not {ranker!r}")
     if ranker_set:
