@@ -10,15 +10,8 @@ namespace cwm {
 namespace {
 
 const Json& Field(const Json& obj, const char* name) {
-  for (const auto& kv : obj.fields)
-    if (kv.first == name) return kv.second;
+  if (const Json* v = Find(obj, name)) return *v;
   throw ForestError(std::string("XGBoost model: missing field '") + name + "'");
-}
-
-const Json* FindField(const Json& obj, const char* name) {
-  for (const auto& kv : obj.fields)
-    if (kv.first == name) return &kv.second;
-  return nullptr;
 }
 
 // XGBoost writes its model parameters as strings ("258", "[2.0801726E-10]").
@@ -29,7 +22,7 @@ std::string StringField(const Json& obj, const char* name) {
 }
 
 long IntParam(const Json& obj, const char* name, long missing) {
-  const Json* v = FindField(obj, name);
+  const Json* v = Find(obj, name);
   if (v == nullptr) return missing;
   if (!v->is_string()) throw ForestError(std::string("XGBoost model: '") + name + "' is not a string");
   return std::strtol(v->s.c_str(), nullptr, 10);
@@ -45,13 +38,12 @@ const std::vector<Json>& ArrayField(const Json& obj, const char* name, size_t si
 
 }  // namespace
 
-// Depth of the tree whose n nodes start at `offset`; refuses a cycle or a node reached twice.
+// Depth of the tree whose n nodes start at `offset`; refuses a node reached twice (a cycle).
 int32_t Forest::TreeDepth(const std::vector<Node>& nodes, int32_t offset, size_t n) {
   std::vector<int32_t> depth(n, -1);
   std::vector<int32_t> stack{0};
   depth[0] = 0;
   int32_t deepest = 0;
-  size_t seen = 1;
   while (!stack.empty()) {
     int32_t i = stack.back();
     stack.pop_back();
@@ -62,11 +54,9 @@ int32_t Forest::TreeDepth(const std::vector<Node>& nodes, int32_t offset, size_t
       depth[child] = depth[i] + 1;
       deepest = depth[child] > deepest ? depth[child] : deepest;
       stack.push_back(child);
-      ++seen;
     }
   }
-  (void)seen;  // unreachable nodes (deleted ones) are never visited
-  return deepest;
+  return deepest;  // unreachable nodes (deleted ones) are never visited
 }
 
 Forest Forest::FromJson(const std::string& model_json) {
@@ -101,7 +91,7 @@ Forest Forest::FromJson(const std::string& model_json) {
     const auto& feature = ArrayField(tree, "split_indices", n);
     const auto& value = ArrayField(tree, "split_conditions", n);
     const auto& default_left = ArrayField(tree, "default_left", n);
-    if (const Json* types = FindField(tree, "split_type"))
+    if (const Json* types = Find(tree, "split_type"))
       for (const Json& t : types->items)
         if (t.number() != 0) throw ForestError("XGBoost model: categorical splits are not read");
     int32_t offset = static_cast<int32_t>(f.nodes_.size());

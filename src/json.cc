@@ -195,4 +195,11 @@ class Parser {
 
 Json ParseJson(const std::string& text) { return Parser(text).Document(); }
 
+const Json* Find(const Json& object, const std::string& key) {
+  if (object.type != Json::Type::kObject) return nullptr;
+  for (const auto& kv : object.fields)
+    if (kv.first == key) return &kv.second;
+  return nullptr;
+}
+
 }  // namespace cwm

@@ -37,5 +37,7 @@ class JsonError : public std::invalid_argument {
 
 // Parses a whole document; throws JsonError with the byte offset on bad input.
 Json ParseJson(const std::string& text);
+// The member `key` of an object; nullptr if absent or `object` is not an object.
+const Json* Find(const Json& object, const std::string& key);
 
 }  // namespace cwm

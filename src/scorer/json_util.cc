@@ -70,13 +70,6 @@ void Dump(const Json& v, std::string* out) {
 
 }  // namespace
 
-const Json* Find(const Json& object, const std::string& key) {
-  if (object.type != Json::Type::kObject) return nullptr;
-  for (const auto& kv : object.fields)
-    if (kv.first == key) return &kv.second;
-  return nullptr;
-}
-
 Json ParseJsonIn(const std::string& text, const std::string& where) {
   try {
     return ParseJson(text);

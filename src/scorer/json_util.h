@@ -1,4 +1,4 @@
-// Helpers over cwm::Json (src/json.h) for the scorer: lookup, parse with context, dump.
+// Helpers over cwm::Json (src/json.h) for the scorer: parse with context, dump.
 #pragma once
 #include <string>
 
@@ -6,7 +6,7 @@
 
 namespace cwm {
 
-const Json* Find(const Json& object, const std::string& key);  // nullptr if absent or not an object
+// Find (object lookup) is in json.h: the core reads objects too (forest.cc).
 // Parses `text`; a JsonError becomes a ScorerError "<where>: not valid JSON: ...".
 Json ParseJsonIn(const std::string& text, const std::string& where);
 // Python's json.dumps writes NaN, Infinity and -Infinity (e.g. metrics in manifest.json);

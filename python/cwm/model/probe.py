@@ -38,6 +38,7 @@ the list (``et`` encodes every final program, the slow part).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import platform
 import time
@@ -324,8 +325,6 @@ def run_probe(data, model_dir, folds: int = 5, seed: int = 0, cache_dir=None, ma
     if group_by == "task" and len(tasks) < folds:
         raise ValueError(f"{len(tasks)} training tasks with measured records: fewer than --folds {folds}")
     if ranker == "model":
-        import dataclasses
-
         ranker_cfg = dataclasses.replace(model.ranker.cfg, seed=seed)
     elif ranker == "probe":
         ranker_cfg = RankerConfig(n_estimators=100, max_depth=6, seed=seed, parallel_trees=1)
@@ -340,8 +339,6 @@ def run_probe(data, model_dir, folds: int = 5, seed: int = 0, cache_dir=None, ma
 
         rank_cfg = RankTransitionConfig()
     fold_seeds = list(fold_seeds) if fold_seeds else [seed]
-    import dataclasses
-
     configs = [dataclasses.replace(ranker_cfg, seed=int(r)) for r in ranker_seeds] if ranker_seeds else [ranker_cfg]
     runs = [cross_validate(tasks, folds, s, cfg, log, names, fit_only, group_by, model.transition, rank_cfg)
             for s in fold_seeds for cfg in configs]
