@@ -126,6 +126,21 @@ def test_network_grouped_cv_reports_every_fold():
     assert all(r["pairwise_acc"] > 0.8 for r in res["per_fold"])  # latency is monotone in stat 0: near 1.0
 
 
+def test_centring_subtracts_the_task_mean_over_candidates():
+    """``centred`` is the input less its column means over the task's candidates (so each column
+    sums to zero); ``both`` keeps the raw columns first; ``none`` is the input itself."""
+    from cwm.model.probe import centre, representation
+
+    x = np.arange(12, dtype=np.float64).reshape(4, 3) ** 2
+    assert centre(x, "none") is x
+    rel = centre(x, "centred")
+    assert np.allclose(rel.sum(0), 0.0, atol=1e-12)  # exact up to rounding of a 4-row float sum
+    assert np.array_equal(rel, x - x.mean(0))
+    assert np.array_equal(centre(x, "both"), np.concatenate([x, rel], 1))
+    task = {"lat": np.ones(4), "z0": np.ones(2), "zt_hat": x[:, :2], "stats": x[:, 2:]}
+    assert representation("zt_hat+stats", task, None, "both").shape == (4, 6)
+
+
 def test_fingerprint_covers_the_weights_not_the_ranker(tmp_path):
     """A transition swapped in without a manifest change (``refit_ranker --transition``) must
     change the cache key, or the probe reads the old rollouts; a refitted ranker must not."""

@@ -29,7 +29,8 @@ set, so they flatter every representation that recognises a network.
 generated workloads of ``cwm dataset tasks --from-corpus``) to *every* fold's fitting set and
 to no validation fold: the metrics stay those of ``--data``'s training tasks, so a run with and
 one without tell whether breadth helps the tasks that matter. ``--representations`` restricts
-the list (``et`` encodes every final program, the slow part).
+the list (``et`` encodes every final program, the slow part). ``--centring centred`` gives the
+ranker each input less its task's mean over candidates (``both``: raw and centred side by side).
 
     python -m cwm probe [--data data/dataset] [--model-dir DIR] [--folds 5] [--fold-seeds 0,1,2]
         [--fit-only-data data/dataset_breadth] [--representations zt_hat+stats,stats]
@@ -52,6 +53,17 @@ RIDGE = 1.0  # decoder regularization on standardized inputs (a probe, not a tun
 
 
 GROUPINGS = ("task", "network")
+CENTRINGS = ("none", "centred", "both")  # the ranker's input as is, less its task's candidate mean, or both
+
+
+def centre(x: np.ndarray, how: str) -> np.ndarray:
+    """``x`` (one task's candidates) as is, less the mean over the task's candidates, or both side
+    by side: a tree splits on absolute values, so a within-task comparison it must otherwise
+    learn per workload becomes one threshold."""
+    if how == "none":
+        return x
+    relative = x - x.mean(0, keepdims=True)
+    return relative if how == "centred" else np.concatenate([x, relative], 1)
 
 
 def task_folds(keys: list[str], folds: int, seed: int) -> list[list[str]]:
@@ -169,7 +181,7 @@ class MlpStoreDecoder(StoreDecoder):
             return self.net(xn).numpy().astype(np.float64) * self.ys + self.ym
 
 
-def representation(name: str, task: dict, decoder: StoreDecoder | None) -> np.ndarray:
+def representation(name: str, task: dict, decoder: StoreDecoder | None, centring: str = "none") -> np.ndarray:
     base, _, extra = name.partition("+")
     n = len(task["lat"])
     if base == "stats":
@@ -183,18 +195,18 @@ def representation(name: str, task: dict, decoder: StoreDecoder | None) -> np.nd
                   "store_pred": lambda: decoder.predict(task)}[base]()]
         if extra == "stats":
             parts.append(task["stats"])
-    return np.concatenate(parts, 1).astype(np.float32)
+    return centre(np.concatenate(parts, 1), centring).astype(np.float32)
 
 
 def cross_validate(tasks: list[dict], folds: int, seed: int, ranker_cfg, log=print,
                    names=REPRESENTATIONS, fit_only: list[dict] = (), group_by: str = "task",
-                   transition=None, rank_cfg=None) -> dict:
+                   transition=None, rank_cfg=None, centring: str = "none") -> dict:
     """Grouped CV of the ``names`` representations; metrics pooled over the validation folds.
     ``group_by``: ``"task"`` (``folds`` seeded groups of tasks) or ``"network"`` (leave one
     network out, :func:`network_folds`; ``folds`` and ``seed`` then do not matter). ``fit_only``
     tasks join every fold's fitting set and are never validated on. ``zt_rank`` needs the
     model's ``transition`` (the starting point) and every task's ``fb``; ``rank_cfg`` is its
-    :class:`~cwm.model.rank_transition.RankTransitionConfig`."""
+    :class:`~cwm.model.rank_transition.RankTransitionConfig`. ``centring``: :func:`centre`."""
     from cwm.model.metrics import summarize
     from cwm.model.ranker import Ranker
 
@@ -215,10 +227,11 @@ def cross_validate(tasks: list[dict], folds: int, seed: int, ranker_cfg, log=pri
         decoder_err["heldout_within_task"].append(decoder.within_task_error(val))
         for name in names:
             ranker = Ranker(ranker_cfg).fit(
-                np.concatenate([representation(name, t, decoder) for t in fit]),
+                np.concatenate([representation(name, t, decoder, centring) for t in fit]),
                 np.concatenate([t["lat"] for t in fit]),
                 np.concatenate([np.full(len(t["lat"]), i) for i, t in enumerate(fit)]))
-            rows = [(t["lat"], ranker.predict(representation(name, t, decoder)), t["weight"]) for t in val]
+            rows = [(t["lat"], ranker.predict(representation(name, t, decoder, centring)), t["weight"])
+                    for t in val]
             scored[name] += rows
             if group_by == "network":
                 per_fold.append({"fold": fold_name, "representation": name, "tasks": len(val),
@@ -296,19 +309,21 @@ def training_tasks(loader, model, fit_only_data, cache_dir, fingerprint, max_can
 def run_probe(data, model_dir, folds: int = 5, seed: int = 0, cache_dir=None, max_tasks=None,
               max_candidates: int | None = 64, log=print, fit_only_data=(), names=REPRESENTATIONS,
               fold_seeds=None, ranker: str = "probe", group_by: str = "task", ranker_set=None,
-              rank_cfg=None, ranker_seeds=None) -> dict:
+              rank_cfg=None, ranker_seeds=None, centring: str = "none") -> dict:
     """``ranker``: ``"probe"`` (100 trees, depth 6, one a round: a small, fixed ranker) or ``"model"`` (the
     model's own saved ranker config: what ``cwm train`` would fit). ``ranker_set``: fields of
     :class:`~cwm.model.ranker.RankerConfig` to override (``{"parallel_trees": 4}``). ``rank_cfg``:
     the :class:`~cwm.model.rank_transition.RankTransitionConfig` of ``zt_rank``. ``ranker_seeds``:
     the ranker is fitted once per seed on the same folds and the same candidates (``seed`` keeps
     choosing those), and the metrics are averaged: the latency-weighted top-1 of one fit moves
-    by 0.3 with the ranker's seed alone (docs/decisions.md §61)."""
+    by 0.3 with the ranker's seed alone (docs/decisions.md §61). ``centring``: :func:`centre`."""
     from cwm.dataset.loader import DatasetLoader
     from cwm.model.fingerprint import model_fingerprint
     from cwm.model.ranker import RankerConfig
     from cwm.model.world_model import WorldModel
 
+    if centring not in CENTRINGS:
+        raise ValueError(f"centring must be one of {CENTRINGS}, not {centring!r}")
     unknown = [n for n in names if n not in REPRESENTATIONS]
     if unknown:
         raise ValueError(f"unknown representation(s) {unknown}; choose from {list(REPRESENTATIONS)}")
@@ -340,14 +355,14 @@ def run_probe(data, model_dir, folds: int = 5, seed: int = 0, cache_dir=None, ma
         rank_cfg = RankTransitionConfig()
     fold_seeds = list(fold_seeds) if fold_seeds else [seed]
     configs = [dataclasses.replace(ranker_cfg, seed=int(r)) for r in ranker_seeds] if ranker_seeds else [ranker_cfg]
-    runs = [cross_validate(tasks, folds, s, cfg, log, names, fit_only, group_by, model.transition, rank_cfg)
+    runs = [cross_validate(tasks, folds, s, cfg, log, names, fit_only, group_by, model.transition, rank_cfg, centring)
             for s in fold_seeds for cfg in configs]
     result = runs[0] if len(runs) == 1 else {"fold_names": runs[0]["fold_names"], **_mean_of_runs(runs)}
     return {"benchmark": "probe", "date": time.strftime("%Y-%m-%d"), "host": platform.processor() or platform.machine(),
             "cpu": cpu_name(), "model_dir": str(model_dir), "model_fingerprint": fingerprint, "split": "train",
             "group_by": group_by, "folds": folds if group_by == "task" else result["fold_names"], "seed": seed,
             "fold_seeds": fold_seeds, "ranker_seeds": [c.seed for c in configs],
-            "max_candidates_per_task": max_candidates,
+            "max_candidates_per_task": max_candidates, "centring": centring,
             "tasks": len(tasks), "candidates": int(sum(len(t["lat"]) for t in tasks)),
             "fit_only_data": [str(r) for r in fit_only_data], "fit_only_tasks": len(fit_only),
             "fit_only_candidates": int(sum(len(t["lat"]) for t in fit_only)),
@@ -410,6 +425,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rank-set", action="append", default=[], metavar="FIELD=VALUE",
                    help="override a field of zt_rank's RankTransitionConfig, VALUE in JSON (repeatable; e.g. "
                         "anchor_weight=0, readout=\"linear\")")
+    p.add_argument("--centring", choices=CENTRINGS, default="none",
+                   help="the ranker's input as is, less the mean over its task's candidates, or both side by side")
     p.add_argument("--out", default="bench/results/probe.json")
 
 
@@ -444,7 +461,7 @@ def main(argv) -> int:
     result = run_probe(args.data, args.model_dir or default_model_dir(), args.folds, args.seed, args.cache_dir,
                        args.max_tasks, args.max_candidates or None, fit_only_data=args.fit_only_data, names=names,
                        fold_seeds=fold_seeds, ranker=args.ranker, group_by=args.group_by, ranker_set=ranker_set,
-                       rank_cfg=rank_cfg, ranker_seeds=ranker_seeds)
+                       rank_cfg=rank_cfg, ranker_seeds=ranker_seeds, centring=args.centring)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
     print(f"{'representation':<18} {'top1':>6} {'top1/task':>9} {'pairwise':>9}")
