@@ -49,7 +49,7 @@ def corpus_tasks(corpus: Path, model, log=print) -> list[dict]:
         fb = native.featurize_batch([t for t, k in zip(traces, ok) if k])
         z0 = model.z0(mod)
         zt = model.rollout(z0, fb)
-        stats = model.features(zt, fb, target, z0)[:, len(z0):]
+        stats = model.raw_features(zt, fb, target, z0)[:, len(z0):]
         tasks.append({"key": entry["key"], "family": entry["family"], "z0": z0, "zt_hat": zt, "stats": stats,
                       "store": store[ok]})
         if len(tasks) % 50 == 0:

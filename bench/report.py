@@ -217,6 +217,8 @@ def ranking_table(r) -> list[str]:
         if r.get("model_fingerprint") not in (legacy, model_fingerprint(os.path.dirname(shipped))):
             out[0] += (" — **the shipped model has changed since this run** (its manifest is not the one "
                        "evaluated; docs/status.md says what changed): rerun `cwm eval`")
+    if r.get("skipped"):
+        out[0] += f"; left out of this run: {', '.join(r['skipped'])} (`cwm eval --skip`)"
     for key, label in RANKING_ROWS:
         if key in m:
             x = m[key]

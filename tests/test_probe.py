@@ -106,6 +106,26 @@ def test_probe_on_the_tiny_dataset(tiny_dataset, tiny_model_dir, tmp_path):
         assert both["representations"]["stats"][m] == pytest.approx(mean, abs=1e-12)  # a float mean of the same runs
 
 
+def test_probe_centres_on_design_space_samples(tiny_dataset, tiny_model_dir, tmp_path):
+    """--centring both --reference-samples: every training task gets a cached reference row of
+    the rollout representation's width, and the run says which reference it used."""
+    from cwm.dataset.loader import DatasetLoader
+    from cwm.model.probe import run_probe
+
+    cache = tmp_path / "cache"
+    res = run_probe(tiny_dataset, tiny_model_dir, folds=2, cache_dir=cache, max_candidates=8, log=lambda *_: None,
+                    names=("zt_hat+stats", "stats"), centring="both", reference_samples=4)
+    assert res["centring"] == "both" and res["centring_reference"] == "4 design-space samples"
+    refs = sorted(cache.glob("ref-*-k4-s0.npz"))
+    assert len(refs) == len(DatasetLoader(tiny_dataset).task_keys("train"))
+    with np.load(next(cache.glob("[!r]*.npz"))) as f:
+        width = f["zt_hat"].shape[1] + f["stats"].shape[1]
+    with np.load(refs[0]) as f:
+        assert int(f["n"]) >= 1 and f["ref"].shape == (width,)
+    for m in res["representations"].values():
+        assert 0.0 <= m["pairwise_acc"] <= 1.0
+
+
 def test_network_grouped_cv_reports_every_fold():
     """Leave-one-network-out on synthetic tasks whose latency is a function of one stat: every
     network's fold is scored, and a ranker that can read the stat ranks well in each."""

@@ -59,6 +59,9 @@ def main(argv=None) -> int:
                     help="a directory from `bench/transition_corpus.py --save`: its TransH (the same state size; "
                          "any hidden size, with or without the state read) replaces the model's before the "
                          "ranker is refit on the new rollouts")
+    ap.add_argument("--centring", type=int, default=None, metavar="SAMPLES",
+                    help="rows beside the rows less the mean row of SAMPLES seeded design-space samples of the task "
+                         "(0: the rows alone; default: as saved); docs/decisions.md §62")
     ap.add_argument("--extra-data", action="append", default=[],
                     help="another dataset root whose training tasks the ranker is fitted on too (repeatable)")
     args = ap.parse_args(argv)
@@ -93,13 +96,18 @@ def main(argv=None) -> int:
         if args.parallel_trees < 1:
             raise SystemExit("--parallel-trees must be at least 1")
         cfg = dataclasses.replace(cfg, parallel_trees=args.parallel_trees)
+    if args.centring is not None:
+        from cwm.model.centring import centring_meta
+
+        model.meta.pop("centring", None)
+        model.meta.update(centring_meta(args.centring))
     if args.extra_data:
         loader = open_datasets([args.data, *args.extra_data])
     model.ranker = fit_ranker(model, loader, _training_trajectories(loader, seed), cfg)
     model.meta["ranker_refit"] = {"features": "dz = z_T - z_0, action stats, trace structure, hardware",
                                   "objective": cfg.objective, "grades": cfg.grades,
                                   "ndcg_exp_gain": cfg.ndcg_exp_gain, "pair_top_k": cfg.pair_top_k or "all",
-                                  "parallel_trees": cfg.parallel_trees,
+                                  "parallel_trees": cfg.parallel_trees, "centring": model.centring,
                                   "wall_s": round(time.time() - start, 1),
                                   **({"extra_data": list(args.extra_data), "ranker_training_data": _data_hash(loader)}
                                      if args.extra_data else {})}

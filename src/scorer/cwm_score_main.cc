@@ -22,7 +22,8 @@ namespace {
 constexpr const char* kUsage =
     "usage: cwm_score MODEL_DIR INPUT.jsonl [-o SCORES.jsonl] [--threads N]\n"
     "  MODEL_DIR    a saved CWM world model (WorldModel.save)\n"
-    "  INPUT.jsonl  one task per line: {\"task\", \"z0\", \"target\", \"traces\"} ('-' = stdin);\n"
+    "  INPUT.jsonl  one task per line: {\"task\", \"z0\", \"target\", \"traces\"} ('-' = stdin),\n"
+    "               and \"reference\" for a model that centres its rows;\n"
     "               write it with `python -m cwm.model.scorer_input`\n"
     "  -o PATH      write {\"task\", \"scores\"} lines to PATH (default: stdout)\n"
     "  --threads N  threads for featurisation, rollout and XGBoost (default 1)\n";
@@ -88,7 +89,7 @@ int main(int argc, char** argv) {
       cwm::ScoreTask task = cwm::ParseScoreTask(line, where);
       std::vector<float> scores;
       try {
-        scores = scorer.Score(task.z0, task.hardware, task.traces);
+        scores = scorer.Score(task.z0, task.hardware, task.traces, task.reference);
       } catch (const cwm::ScorerError& e) {
         throw cwm::ScorerError(where + ": " + e.what());
       }

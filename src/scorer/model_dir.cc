@@ -89,14 +89,19 @@ ModelDir ReadModelDir(const std::string& dir) {
   out.structure = version->i >= 4;
   const size_t width = static_cast<size_t>(w.dim) + NumSequenceStats() + (out.structure ? NumStructureStats() : 0) +
                        kNumHardwareFeatures;
-  bool names_ok = out.feature_names.size() == width;
+  const Json* centring = Find(m, "centring");  // absent or null: the rows as they are
+  out.centred = centring && centring->type == Json::Type::kObject;
+  bool names_ok = out.feature_names.size() == (out.centred ? 2 : 1) * width;
+  for (size_t i = 0; names_ok && out.centred && i < width; ++i)  // centred_names(): "c_" + each name
+    names_ok = out.feature_names[width + i] == "c_" + out.feature_names[i];
   for (int i = 0; names_ok && i < w.dim; ++i) names_ok = out.feature_names[i] == "dz" + std::to_string(i);
   for (int j = 0; names_ok && j < kNumHardwareFeatures; ++j)
     names_ok = out.feature_names[width - kNumHardwareFeatures + j] == kHardwareNames[j];
   if (!names_ok)
     throw ScorerError(manifest_path + ": feature_names do not match this scorer's features (" + std::to_string(width) +
                       " = dz0..dz" + std::to_string(w.dim - 1) + ", sequence stats, " +
-                      (out.structure ? "trace structure, " : "") + "hardware)");
+                      (out.structure ? "trace structure, " : "") + "hardware" +
+                      (out.centred ? "; twice, the copy centred" : "") + ")");
 
   const std::string st_path = (fs::path(dir) / "transition.safetensors").string();
   auto tensors = ReadSafetensors(st_path);

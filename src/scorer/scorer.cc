@@ -17,11 +17,17 @@ Scorer::Scorer(const std::string& model_dir, int num_threads)
 }
 
 std::vector<float> Scorer::Features(const std::vector<float>& z0, const HardwareFeatures& hw,
-                                    const std::vector<std::string>& traces) {
+                                    const std::vector<std::string>& traces, const std::vector<float>& reference) {
   const int D = dim();
   if (static_cast<int>(z0.size()) != D)
     throw ScorerError("z0 has " + std::to_string(z0.size()) + " values, the model's latent size is " +
                       std::to_string(D));
+  const int W = model_.centred ? num_features() / 2 : num_features();  // the uncentred row
+  if (model_.centred && static_cast<int>(reference.size()) != W)
+    throw ScorerError("this model centres its rows: the task needs a 'reference' of " + std::to_string(W) +
+                      " values, not " + std::to_string(reference.size()));
+  if (!model_.centred && !reference.empty())
+    throw ScorerError("this model does not centre its rows: the task's 'reference' would be ignored");
   FeatureBatch fb;
   try {
     fb = FeaturizeBatch(traces, num_threads_);
@@ -49,19 +55,20 @@ std::vector<float> Scorer::Features(const std::vector<float>& z0, const Hardware
     std::copy_n(&stats[static_cast<size_t>(b) * S], S, row + D);
     std::copy_n(structure.data() + static_cast<size_t>(b) * P, P, row + D + S);
     std::copy(hw.begin(), hw.end(), row + D + S + P);
+    for (int i = 0; model_.centred && i < W; ++i) row[W + i] = row[i] - reference[i];  // float32, as NumPy
   }
   return x;
 }
 
 std::vector<float> Scorer::Score(const std::vector<float>& z0, const HardwareFeatures& hw,
-                                 const std::vector<std::string>& traces) {
-  std::vector<float> x = Features(z0, hw, traces);
+                                 const std::vector<std::string>& traces, const std::vector<float>& reference) {
+  std::vector<float> x = Features(z0, hw, traces, reference);
   return ranker_.Predict(x.data(), traces.size(), static_cast<size_t>(num_features()));
 }
 
 std::vector<float> Scorer::Score(const std::vector<float>& z0, const Json& target,
-                                 const std::vector<std::string>& traces) {
-  return Score(z0, HardwareFeaturesOf(target), traces);
+                                 const std::vector<std::string>& traces, const std::vector<float>& reference) {
+  return Score(z0, HardwareFeaturesOf(target), traces, reference);
 }
 
 }  // namespace cwm

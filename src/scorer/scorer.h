@@ -34,15 +34,18 @@ class Scorer {
   int num_features() const { return static_cast<int>(model_.feature_names.size()); }
   const ModelDir& model() const { return model_; }
 
-  // Ranker features [traces.size(), num_features()], row-major.
+  // Ranker features [traces.size(), num_features()], row-major. A centring model
+  // (model().centred) needs the task's `reference` row, one value per uncentred feature
+  // (cwm.model.centring: WorldModel.reference); others take none.
   std::vector<float> Features(const std::vector<float>& z0, const HardwareFeatures& hw,
-                              const std::vector<std::string>& traces);
+                              const std::vector<std::string>& traces, const std::vector<float>& reference = {});
   // Scores of one workload's candidate traces (TVM trace JSON texts); higher = predicted faster.
-  // Thread-safe. Throws ScorerError (bad z0 length, a bad trace named by its index, ...).
+  // Thread-safe. Throws ScorerError (bad z0 length, a missing or bad reference, a bad trace named by its index, ...).
   std::vector<float> Score(const std::vector<float>& z0, const HardwareFeatures& hw,
-                           const std::vector<std::string>& traces);
+                           const std::vector<std::string>& traces, const std::vector<float>& reference = {});
   // The same with the target's JSON object (or its JSON text as a string value).
-  std::vector<float> Score(const std::vector<float>& z0, const Json& target, const std::vector<std::string>& traces);
+  std::vector<float> Score(const std::vector<float>& z0, const Json& target, const std::vector<std::string>& traces,
+                           const std::vector<float>& reference = {});
 
  private:
   ModelDir model_;

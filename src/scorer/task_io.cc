@@ -19,6 +19,13 @@ ScoreTask ParseScoreTask(const std::string& line, const std::string& where) {
     if (!x.is_number()) throw ScorerError(where + ": 'z0' must be a list of numbers");
     t.z0.push_back(static_cast<float>(x.number()));
   }
+  if (const Json* ref = Find(v, "reference")) {  // cwm.model.centring: WorldModel.reference, computed in Python
+    if (!ref->is_array()) throw ScorerError(where + ": 'reference' must be a list of numbers");
+    for (const Json& x : ref->items) {
+      if (!x.is_number()) throw ScorerError(where + ": 'reference' must be a list of numbers");
+      t.reference.push_back(static_cast<float>(x.number()));
+    }
+  }
   const Json* hw = Find(v, "hardware");
   const Json* target = Find(v, "target");
   if (hw) {

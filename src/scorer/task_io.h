@@ -17,6 +17,7 @@ struct ScoreTask {
   std::vector<float> z0;
   HardwareFeatures hardware{};
   std::vector<std::string> traces;  // trace JSON texts
+  std::vector<float> reference;     // the task's reference row (a centring model's input); empty if absent
 };
 
 // One input line; throws ScorerError with `where` (e.g. "input.jsonl:3") in the message.

@@ -26,27 +26,10 @@ from pathlib import Path
 
 import numpy as np
 
+from cwm.design_sample import sample_traces
+
 PREFIX_FRACTIONS = (1 / 3, 2 / 3, 1.0)
 FORMAT, VERSION = "cwm-trajectory-corpus", 1
-
-
-def sample_traces(mod, target, n: int, seed: int) -> list[str]:
-    """Up to ``n`` distinct post-processed candidates' trace JSON texts (no measurement), sorted:
-    MetaSchedule returns the same set for a seed but not always in the same order."""
-    from tvm.s_tir import meta_schedule as ms
-
-    ctx = ms.TuneContext(mod=mod, target=target, space_generator="post-order-apply",
-                         search_strategy=ms.search_strategy.EvolutionarySearch(
-                             population_size=n, init_min_unmeasured=n, genetic_num_iters=0),
-                         num_threads=1, rand_state=seed)
-    ctx.generate_design_space()
-    ctx.pre_tuning(max_trials=n, num_trials_per_iter=n, database=ms.database.MemoryDatabase(),
-                   cost_model=ms.cost_model.RandomModel())
-    cands = ctx.generate_measure_candidates() or []
-    ctx.post_tuning()
-    from cwm.actions.trace_io import trace_to_json
-
-    return sorted(trace_to_json(c.sch.trace) for c in cands)
 
 
 def pooled_store_features(state, ctx, extractor) -> np.ndarray | None:

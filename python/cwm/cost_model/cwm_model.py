@@ -183,7 +183,8 @@ class CWMCostModel(PyCostModel):
         wm = self.world_model
         fb = native.featurize_batch(list(traces))
         z0 = wm.z0(workload)
-        feats = wm.features(wm.rollout(z0, fb, num_threads=self.num_threads), fb, target, z0)
+        reference = wm.reference(workload, target) if wm.centring else None
+        feats = wm.features(wm.rollout(z0, fb, num_threads=self.num_threads), fb, target, z0, reference)
         return feats, np.asarray(wm.ranker.predict(feats), np.float64)
 
     def margins(self, workload, traces, target) -> np.ndarray:

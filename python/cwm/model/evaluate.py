@@ -52,12 +52,24 @@ def encoding_us_per_program(model, test, sample: int = 32) -> float:
     return (time.perf_counter() - start) / len(texts) * 1e6
 
 
-def evaluate(root, model_dir, seed: int = 0, log=print, state_cache=None, extra_roots=()) -> dict:
+def _centred_like(model, rows: np.ndarray, rows_of, workload, target) -> np.ndarray:
+    """``rows`` centred as CWM's are when the model centres (:mod:`cwm.model.centring`): the
+    reference is the mean of ``rows_of(fb)`` over the task's design-space samples, so an ablation
+    gets the same within-task comparison as CWM."""
+    if not model.centring:
+        return rows
+    from cwm.model.centring import centred, mean_row
+
+    fb = model.design_samples(workload, target)
+    return centred(rows, mean_row(rows_of(fb)) if fb is not None else np.zeros(rows.shape[1], np.float32))
+
+
+def evaluate(root, model_dir, seed: int = 0, log=print, state_cache=None, extra_roots=(), skip=()) -> dict:
     """All models' metrics on the test tasks. ``state_cache`` (a directory, or None for none)
     keeps the encoder states of the final programs across runs (:mod:`cwm.model.state_cache`).
     ``extra_roots``: further dataset roots whose training tasks every baseline trains on too, as
     a model trained with ``--extra-data`` did (:mod:`cwm.dataset.union`); the test tasks are
-    ``root``'s alone."""
+    ``root``'s alone. ``skip``: rows left out (``"static_final"``), listed in the result."""
     from cwm.dataset.union import open_datasets
     from cwm.model.metrics import summarize
     from cwm.model.ranker import Ranker
@@ -91,12 +103,22 @@ def evaluate(root, model_dir, seed: int = 0, log=print, state_cache=None, extra_
     # The baselines get the same ranker recipe. "no transition" sees E(s_0) itself (its
     # displacement would be 0); "static final" sees E(s_T) - E(s_0), as CWM sees ẑ_T - z_0.
     for name, which in (("no_transition", "initial"), ("static_final", "final")):
+        if name in skip:
+            continue
         def feats(t, which=which):
-            z0 = model.z0(loader.workload(t["key"]))
+            workload = loader.workload(t["key"])
+            z0 = model.z0(workload)
             if which == "initial":
-                return model.features(np.repeat(z0[None], len(t["trajs"]), 0), t["fb"], target, np.zeros_like(z0))
+                rows = lambda fb: model.raw_features(np.repeat(z0[None], len(fb.lengths), 0), fb, target,  # noqa: E731
+                                                     np.zeros_like(z0))
+                return _centred_like(model, rows(t["fb"]), rows, workload, target)
             states = encoded_states(model, t["trajs"], which, t["key"], fingerprint, state_cache)
-            return model.features(states, t["fb"], target, z0)
+            # the design-space samples' final programs are not encoded (32 a task, an hour for the
+            # training tasks): the encoder columns' reference is E(s_0), so their centred copy is
+            # the columns themselves, and the action statistics are centred as CWM's are
+            return _centred_like(model, model.raw_features(states, t["fb"], target, z0),
+                                 lambda fb: model.raw_features(np.repeat(z0[None], len(fb.lengths), 0), fb, target, z0),
+                                 workload, target)
 
         rows = [feats(t) for t in train]
         ranker = Ranker(model.ranker.cfg).fit(np.concatenate(rows), np.concatenate([t["lat"] for t in train]),
@@ -122,4 +144,4 @@ def evaluate(root, model_dir, seed: int = 0, log=print, state_cache=None, extra_
     rng = np.random.default_rng(seed)
     run("random", lambda t: rng.random(len(t["lat"])))
     return {"models": results, "test_tasks": len(test), "train_tasks": len(train),
-            "extra_data": [str(r) for r in extra_roots]}
+            "extra_data": [str(r) for r in extra_roots], "skipped": sorted(skip)}

@@ -30,7 +30,8 @@ generated workloads of ``cwm dataset tasks --from-corpus``) to *every* fold's fi
 to no validation fold: the metrics stay those of ``--data``'s training tasks, so a run with and
 one without tell whether breadth helps the tasks that matter. ``--representations`` restricts
 the list (``et`` encodes every final program, the slow part). ``--centring centred`` gives the
-ranker each input less its task's mean over candidates (``both``: raw and centred side by side).
+ranker each input less its task's mean over candidates (``both``: raw and centred side by side);
+``--reference-samples 32`` centres on the mean of 32 design-space samples instead (decision 62).
 
     python -m cwm probe [--data data/dataset] [--model-dir DIR] [--folds 5] [--fold-seeds 0,1,2]
         [--fit-only-data data/dataset_breadth] [--representations zt_hat+stats,stats]
@@ -53,16 +54,16 @@ RIDGE = 1.0  # decoder regularization on standardized inputs (a probe, not a tun
 
 
 GROUPINGS = ("task", "network")
-CENTRINGS = ("none", "centred", "both")  # the ranker's input as is, less its task's candidate mean, or both
+CENTRINGS = ("none", "centred", "both")  # the ranker's input as is, less a per-task reference, or both
 
 
-def centre(x: np.ndarray, how: str) -> np.ndarray:
-    """``x`` (one task's candidates) as is, less the mean over the task's candidates, or both side
-    by side: a tree splits on absolute values, so a within-task comparison it must otherwise
-    learn per workload becomes one threshold."""
+def centre(x: np.ndarray, how: str, reference: np.ndarray | None = None) -> np.ndarray:
+    """``x`` (one task's candidates) as is, less ``reference`` (default: the mean over the task's
+    candidates), or both side by side: a tree splits on absolute values, so a within-task
+    comparison it must otherwise learn per workload becomes one threshold."""
     if how == "none":
         return x
-    relative = x - x.mean(0, keepdims=True)
+    relative = x - (x.mean(0, keepdims=True) if reference is None else reference[None])
     return relative if how == "centred" else np.concatenate([x, relative], 1)
 
 
@@ -195,7 +196,15 @@ def representation(name: str, task: dict, decoder: StoreDecoder | None, centring
                   "store_pred": lambda: decoder.predict(task)}[base]()]
         if extra == "stats":
             parts.append(task["stats"])
-    return centre(np.concatenate(parts, 1), centring).astype(np.float32)
+    x = np.concatenate(parts, 1)
+    ref = task.get("ref")  # [zt_hat - z0, stats] of the task's design-space samples (--reference-samples)
+    if centring != "none" and ref is not None:
+        d = len(task["z0"])
+        slices = {"zt_hat+stats": slice(None), "zt_hat": slice(0, d), "stats": slice(d, None)}
+        if name not in slices:
+            raise ValueError(f"--reference-samples centres zt_hat, stats and zt_hat+stats, not {name}")
+        ref = ref[slices[name]]
+    return centre(x, centring, ref).astype(np.float32)
 
 
 def cross_validate(tasks: list[dict], folds: int, seed: int, ranker_cfg, log=print,
@@ -309,14 +318,17 @@ def training_tasks(loader, model, fit_only_data, cache_dir, fingerprint, max_can
 def run_probe(data, model_dir, folds: int = 5, seed: int = 0, cache_dir=None, max_tasks=None,
               max_candidates: int | None = 64, log=print, fit_only_data=(), names=REPRESENTATIONS,
               fold_seeds=None, ranker: str = "probe", group_by: str = "task", ranker_set=None,
-              rank_cfg=None, ranker_seeds=None, centring: str = "none") -> dict:
+              rank_cfg=None, ranker_seeds=None, centring: str = "none", reference_samples: int = 0) -> dict:
     """``ranker``: ``"probe"`` (100 trees, depth 6, one a round: a small, fixed ranker) or ``"model"`` (the
     model's own saved ranker config: what ``cwm train`` would fit). ``ranker_set``: fields of
     :class:`~cwm.model.ranker.RankerConfig` to override (``{"parallel_trees": 4}``). ``rank_cfg``:
     the :class:`~cwm.model.rank_transition.RankTransitionConfig` of ``zt_rank``. ``ranker_seeds``:
     the ranker is fitted once per seed on the same folds and the same candidates (``seed`` keeps
     choosing those), and the metrics are averaged: the latency-weighted top-1 of one fit moves
-    by 0.3 with the ranker's seed alone (docs/decisions.md §61). ``centring``: :func:`centre`."""
+    by 0.3 with the ranker's seed alone (docs/decisions.md §61). ``centring``: :func:`centre`; with
+    ``reference_samples`` > 0 the reference is the mean row of that many seeded design-space
+    samples of the task (:func:`~cwm.model.probe_features.design_space_reference`, what a
+    centring model uses; a task with none falls back to its candidates' mean)."""
     from cwm.dataset.loader import DatasetLoader
     from cwm.model.fingerprint import model_fingerprint
     from cwm.model.ranker import RankerConfig
@@ -335,6 +347,17 @@ def run_probe(data, model_dir, folds: int = 5, seed: int = 0, cache_dir=None, ma
     start = time.perf_counter()
     tasks, fit_only = training_tasks(loader, model, fit_only_data, cache_dir, fingerprint, max_candidates, seed,
                                      with_et, log, max_tasks, with_fb)
+    if reference_samples:
+        from cwm.dataset.union import open_datasets
+        from cwm.model.probe_features import design_space_reference
+
+        everything = open_datasets([data, *fit_only_data])
+        target = loader.store.manifest().get("target") or {"kind": "llvm"}
+        for t in tasks + fit_only:
+            t["ref"] = design_space_reference(everything, model, t["key"], target, cache_dir, fingerprint,
+                                              reference_samples)
+        log(f"design-space references: {sum(t['ref'] is not None for t in tasks + fit_only)} of "
+            f"{len(tasks) + len(fit_only)} tasks")
     if group_by == "network":
         fold_seeds = [seed]  # leave-one-network-out has no seed: one run
     if group_by == "task" and len(tasks) < folds:
@@ -363,6 +386,7 @@ def run_probe(data, model_dir, folds: int = 5, seed: int = 0, cache_dir=None, ma
             "group_by": group_by, "folds": folds if group_by == "task" else result["fold_names"], "seed": seed,
             "fold_seeds": fold_seeds, "ranker_seeds": [c.seed for c in configs],
             "max_candidates_per_task": max_candidates, "centring": centring,
+            "centring_reference": f"{reference_samples} design-space samples" if reference_samples else "candidates",
             "tasks": len(tasks), "candidates": int(sum(len(t["lat"]) for t in tasks)),
             "fit_only_data": [str(r) for r in fit_only_data], "fit_only_tasks": len(fit_only),
             "fit_only_candidates": int(sum(len(t["lat"]) for t in fit_only)),
@@ -426,7 +450,10 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="override a field of zt_rank's RankTransitionConfig, VALUE in JSON (repeatable; e.g. "
                         "anchor_weight=0, readout=\"linear\")")
     p.add_argument("--centring", choices=CENTRINGS, default="none",
-                   help="the ranker's input as is, less the mean over its task's candidates, or both side by side")
+                   help="the ranker's input as is, less a per-task reference, or both side by side")
+    p.add_argument("--reference-samples", type=int, default=0,
+                   help="centre on the mean row of this many seeded design-space samples of the task (what a "
+                        "centring model does; 0: on the mean over the task's candidates)")
     p.add_argument("--out", default="bench/results/probe.json")
 
 
@@ -461,7 +488,8 @@ def main(argv) -> int:
     result = run_probe(args.data, args.model_dir or default_model_dir(), args.folds, args.seed, args.cache_dir,
                        args.max_tasks, args.max_candidates or None, fit_only_data=args.fit_only_data, names=names,
                        fold_seeds=fold_seeds, ranker=args.ranker, group_by=args.group_by, ranker_set=ranker_set,
-                       rank_cfg=rank_cfg, ranker_seeds=ranker_seeds, centring=args.centring)
+                       rank_cfg=rank_cfg, ranker_seeds=ranker_seeds, centring=args.centring,
+                       reference_samples=args.reference_samples)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps(result, indent=1) + "\n")
     print(f"{'representation':<18} {'top1':>6} {'top1/task':>9} {'pairwise':>9}")

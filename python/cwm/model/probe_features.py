@@ -76,6 +76,32 @@ def _cached_store(cache_dir, key: str, max_candidates, seed: int, lat: np.ndarra
     return None
 
 
+def design_space_reference(loader, model, key: str, target, cache_dir, fingerprint: str, samples: int,
+                           seed: int = 0) -> np.ndarray | None:
+    """The task's reference row (:meth:`WorldModel.reference` with ``samples`` design-space samples,
+    whatever the model's own centring), cached; None when MetaSchedule draws no sample."""
+    from cwm import native
+    from cwm.design_sample import sample_traces
+    from cwm.model.centring import mean_row
+
+    path = Path(cache_dir) / f"ref-{key}-{fingerprint}-k{samples}-s{seed}.npz"
+    if path.is_file():
+        with np.load(path, allow_pickle=False) as f:
+            return f["ref"] if int(f["n"]) else None
+    workload = loader.workload(key)
+    traces = sample_traces(workload, target, samples, seed)
+    ref = np.zeros(0, np.float32)
+    if traces:
+        fb = native.featurize_batch(traces)
+        z0 = model.z0(workload)
+        ref = mean_row(model.raw_features(model.rollout(z0, fb), fb, target, z0))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp.npz")
+    np.savez(tmp, ref=ref, n=len(traces))
+    tmp.replace(path)
+    return ref if traces else None
+
+
 def task_representations(loader, model, key: str, target, cache_dir, fingerprint: str,
                          max_candidates: int | None = None, seed: int = 0, with_et: bool = True) -> dict | None:
     """The arrays above for one task (from the cache when present); ``None`` if < 2 valid latencies.
@@ -101,7 +127,7 @@ def task_representations(loader, model, key: str, target, cache_dir, fingerprint
     fb = native.featurize_batch([t.trace for t in trajs])
     z0 = model.z0(workload)
     zt_hat = model.rollout(z0, fb)
-    stats = model.features(zt_hat, fb, target, z0)[:, len(z0):]
+    stats = model.raw_features(zt_hat, fb, target, z0)[:, len(z0):]
     store, ok = _cached_store(cache_dir, key, max_candidates, seed, lat) or _per_store(loader, key, workload, trajs,
                                                                                       target)
     arrays = {"z0": z0, "zt_hat": zt_hat.astype(np.float32),

@@ -39,8 +39,11 @@ def _trace(trace):
 def task_record(model, workload, traces, target, task=None) -> dict:
     """One input line (as a dict) for ``workload``'s candidate ``traces`` (JSON texts or parsed lists)."""
     z0 = model.z0(workload)
-    return {"task": task, "z0": [float(x) for x in z0], "target": target_dict(target),
-            "traces": [_trace(t) for t in traces]}
+    record = {"task": task, "z0": [float(x) for x in z0], "target": target_dict(target),
+              "traces": [_trace(t) for t in traces]}
+    if model.centring:  # the design-space sampling is TVM's, so the reference row comes with the input
+        record["reference"] = [float(x) for x in model.reference(workload, target)]
+    return record
 
 
 def write_scorer_input(model, tasks, path) -> int:

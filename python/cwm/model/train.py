@@ -34,6 +34,9 @@ class TrainConfig:
     transition: TransitionConfig = field(default_factory=lambda: TransitionConfig(hidden=64))
     # (3) ranker
     ranker: RankerConfig = field(default_factory=RankerConfig)
+    #: the ranker reads each row beside the row less the mean row of this many seeded samples of
+    #: the task's design space (0: the rows alone); docs/decisions.md §62
+    centring_samples: int = 32
 
 
 def _training_trajectories(loader, seed: int):
@@ -125,8 +128,10 @@ def fit_ranker(model, loader, by_task: dict, rcfg: RankerConfig):
     feats, lats, groups_idx = [], [], []
     for gi, (key, trajs) in enumerate(sorted(by_task.items())):
         fb = native.featurize_batch([t.trace for t in trajs])
-        z0 = model.z0(loader.workload(key))
-        feats.append(model.features(model.rollout(z0, fb), fb, target, z0))
+        workload = loader.workload(key)
+        z0 = model.z0(workload)
+        reference = model.reference(workload, target) if model.centring else None
+        feats.append(model.features(model.rollout(z0, fb), fb, target, z0, reference))
         lats.append([t.latency for t in trajs])
         groups_idx.append(np.full(len(trajs), gi))
     return Ranker(rcfg).fit(np.concatenate(feats), np.concatenate(lats), np.concatenate(groups_idx))
@@ -183,12 +188,15 @@ def train_world_model(root, out_dir, cfg: TrainConfig = TrainConfig(), log=print
     roll_metrics = rollout_error(transition, data, cfg.transition)
     log(f"transition: {len(history)} epochs, {roll_metrics}")
 
-    model = WorldModel(encoder, transition, cfg.transition, None)
+    from cwm.model.centring import centring_meta
+
+    model = WorldModel(encoder, transition, cfg.transition, None, centring_meta(cfg.centring_samples))
     model.ranker = fit_ranker(model, loader, by_task, cfg.ranker)
     metrics = {"encoder": {k: v for k, v in enc_metrics.items() if k != "loss"}, "transition": roll_metrics,
                "ranker_rows": int(sum(len(v) for v in by_task.values())), "train_tasks": len(by_task),
                "wall_s": round(time.time() - t_start, 1)}
-    model.meta = {"config": _jsonable(asdict(cfg)), "training_data": _data_hash(loader), "metrics": _jsonable(metrics)}
+    model.meta = {"config": _jsonable(asdict(cfg)), "training_data": _data_hash(loader), "metrics": _jsonable(metrics),
+                  **centring_meta(cfg.centring_samples)}
     model.save(out_dir)
     stages.done()
     log(f"wrote {out_dir} in {metrics['wall_s']} s")

@@ -32,9 +32,14 @@ STATE_READ_VERSION = 5
 READS = (3, 4, 5)  # versions this cwm scores with (3 without the trace structure)
 
 
-def feature_names(dim: int, structure: bool = True) -> list[str]:
-    return ([f"dz{i}" for i in range(dim)] + list(action_stats.NAMES) +
-            (list(trace_structure.NAMES) if structure else []) + list(action_stats.HW_FEATURES))
+def feature_names(dim: int, structure: bool = True, centred: bool = False) -> list[str]:
+    names = ([f"dz{i}" for i in range(dim)] + list(action_stats.NAMES) +
+             (list(trace_structure.NAMES) if structure else []) + list(action_stats.HW_FEATURES))
+    if centred:
+        from cwm.model.centring import centred_names
+
+        return centred_names(names)
+    return names
 
 
 class WorldModel:
@@ -44,7 +49,15 @@ class WorldModel:
         self.meta = meta or {}
         self.structure = structure  # the ranker's rows include the trace structure (model v4)
         self._z0: dict[str, np.ndarray] = {}
+        self._samples: dict[tuple, object] = {}  # (task, target) -> FeatureBatch of design-space samples
+        self._references: dict[tuple, np.ndarray] = {}  # (task, target) -> reference row
         self._core = None  # native TransH evaluator, built on first use
+
+    @property
+    def centring(self) -> dict | None:
+        """``{"samples", "seed"}`` when the ranker reads its rows beside the rows less the task's
+        design-space reference (:mod:`cwm.model.centring`); None otherwise."""
+        return self.meta.get("centring")
 
     # ----------------------------------------------------------------- pieces
     def z0(self, workload) -> np.ndarray:
@@ -69,9 +82,61 @@ class WorldModel:
         z = np.ascontiguousarray(np.repeat(z0[None].astype(np.float32), fb.ints.shape[0], 0))
         return self._core.rollout(z, fb.ints, fb.numbers, num_threads=num_threads)
 
-    def features(self, z_t: np.ndarray, fb, target, z0: np.ndarray) -> np.ndarray:
-        """Ranker rows ``[ẑ_T - z_0, action statistics, trace structure, hardware]``
-        (docs/decisions.md §15, §44)."""
+    def features(self, z_t: np.ndarray, fb, target, z0: np.ndarray, reference: np.ndarray | None = None) -> np.ndarray:
+        """Ranker rows: :meth:`raw_features`, and with :attr:`centring` beside them the same rows
+        less ``reference`` (:meth:`reference`, required then)."""
+        rows = self.raw_features(z_t, fb, target, z0)
+        if not self.centring:
+            return rows
+        if reference is None:
+            raise ValueError("this model centres its ranker rows: pass the task's reference (WorldModel.reference)")
+        from cwm.model.centring import centred
+
+        return centred(rows, reference)
+
+    @staticmethod
+    def _task_target(workload, target) -> tuple[tuple[str, str], dict]:
+        import json
+
+        from cwm.workload_key import task_key
+
+        t = target if isinstance(target, dict) else json.loads(str(target))
+        return (task_key(workload), json.dumps(t, sort_keys=True)), t
+
+    def design_samples(self, workload, target):
+        """The :class:`FeatureBatch` of the task's seeded design-space samples (cached), or None
+        when MetaSchedule draws none (its design-space generation fails on the workload)."""
+        key, t = self._task_target(workload, target)
+        if key not in self._samples:
+            from cwm import native
+            from cwm.design_sample import sample_traces
+
+            try:
+                traces = sample_traces(workload, t, int(self.centring["samples"]), int(self.centring["seed"]))
+            except Exception as error:  # noqa: BLE001 - a ScheduleError, or TVM's TVMError for the same
+                import warnings
+
+                warnings.warn(f"task {key[0]}: no design-space samples ({type(error).__name__}); its rows are "
+                              "centred on zeros (the centred copy equals the rows)", stacklevel=2)
+                traces = []
+            self._samples[key] = native.featurize_batch(traces) if traces else None
+        return self._samples[key]
+
+    def reference(self, workload, target) -> np.ndarray:
+        """The task's reference row: the mean :meth:`raw_features` row of its design-space samples
+        (:func:`cwm.model.centring.mean_row`); zeros when there are none."""
+        from cwm.model.centring import mean_row
+
+        key, _ = self._task_target(workload, target)
+        if key not in self._references:
+            fb = self.design_samples(workload, target)
+            z0 = self.z0(workload)
+            self._references[key] = (np.zeros(len(feature_names(self.tcfg.dim, self.structure)), np.float32)
+                                     if fb is None else mean_row(self.raw_features(self.rollout(z0, fb), fb, target, z0)))
+        return self._references[key]
+
+    def raw_features(self, z_t: np.ndarray, fb, target, z0: np.ndarray) -> np.ndarray:
+        """Rows ``[ẑ_T - z_0, action statistics, trace structure, hardware]`` (docs/decisions.md §15, §44)."""
         from cwm import native
 
         stats = [native.sequence_stats(fb)]  # identical to action_stats.sequence_stats (parity-tested)
@@ -87,7 +152,8 @@ class WorldModel:
 
         fb = native.featurize_batch(traces)
         z0 = self.z0(workload)
-        return self.ranker.predict(self.features(self.rollout(z0, fb), fb, target, z0))
+        reference = self.reference(workload, target) if self.centring else None
+        return self.ranker.predict(self.features(self.rollout(z0, fb), fb, target, z0, reference))
 
     # ------------------------------------------------------------------ files
     def save(self, directory) -> None:
@@ -103,7 +169,8 @@ class WorldModel:
             raise ValueError("a transition that reads the state needs the trace structure (model v5 = v4 + it)")
         version = STATE_READ_VERSION if self.tcfg.state_dependent else VERSION if self.structure else 3
         manifest = {"format": FORMAT, "version": version, "transition": self.tcfg.to_dict(),
-                    "feature_names": feature_names(self.tcfg.dim, self.structure), "action_kinds": list(KINDS),
+                    "feature_names": feature_names(self.tcfg.dim, self.structure, bool(self.centring)),
+                    "action_kinds": list(KINDS),
                     **self.meta}
         (d / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
 
@@ -141,6 +208,7 @@ class WorldModel:
         derived = ("format", "version", "transition", "feature_names", "action_kinds")  # save() writes these
         meta = {k: v for k, v in manifest.items() if k not in derived}
         structure = refit_ranker or manifest["version"] >= 4
-        if not refit_ranker and manifest.get("feature_names") != feature_names(tcfg.dim, structure):
+        if not refit_ranker and manifest.get("feature_names") != feature_names(tcfg.dim, structure,
+                                                                               bool(meta.get("centring"))):
             raise ValueError(f"{d}: the manifest's feature_names are not model v{manifest['version']}'s")
         return cls(encoder, transition, tcfg, Ranker.load(str(d / "ranker.json")), meta, structure)
