@@ -188,7 +188,8 @@ def breakdown_table(r) -> list[str]:
 
 
 #: "action features" = the action statistics and, from model v4 on, the trace structure (decision 44)
-RANKING_ROWS = (("cwm", "CWM (rollout ẑ_T − z_0 + action features)"), ("ms_xgb", "MetaSchedule XGBModel, trained offline"),
+RANKING_ROWS = (("cwm", "CWM (rollout ẑ_T − z_0 + action features; centred on the task's design space from "
+                         "2026-12-04, its µs then include drawing that reference)"), ("ms_xgb", "MetaSchedule XGBModel, trained offline"),
                 ("no_transition", "no transition (E(s_0) + action features)"),
                 ("static_final", "static final state (E(s_T) − E(s_0) + action features)"),
                 ("sequence_only", "sequence only (TLP-style)"), ("random", "random"))
@@ -232,7 +233,9 @@ def scoring_table(r) -> list[str]:
     """``bench/scoring.py``: candidates scored per second, native vs reference vs XGBModel.predict."""
     c, ro = r["candidates_per_s"], r.get("rollout_per_s", {})
     batches = sorted(c["native"], key=int)
-    out = [f"**Scoring throughput** (`bench/scoring.py`; {r['machine']}; {r['date']}): candidates/s, one thread",
+    out = [f"**Scoring throughput** (`bench/scoring.py`; {r['machine']}; {r['date']}): candidates/s, one thread"
+           + (f"; a centring model also draws its reference once per task ({r['reference_once_s']} s, decision 62)"
+              if r.get("reference_once_s") is not None else ""),
            "", "| batch | native | Python reference | MetaSchedule XGBModel.predict | native ÷ XGBModel | "
            "rollout native ÷ reference |", "|---|---|---|---|---|---|"]
     for b in batches:
@@ -355,6 +358,31 @@ def ranker_seeds_table(r) -> list[str]:
         m = run["representations"]["zt_hat+stats"]
         seeds = ", ".join(f"{x['zt_hat+stats']['top1']:.2f}" for x in run.get("per_fold_seed", []))
         out.append(_cv_row(f"{pt}" + (" (shipped)" if pt == 4 else ""), m) + f" {seeds} |")
+    return out + [""]
+
+
+def centring_table(r) -> list[str]:
+    """``cwm probe --centring``: the ranker's input as is, less a per-task reference, or both side by
+    side (decision 62), over the same 3 ranker seeds; the uncentred row is the first 3 seeds of
+    ``probe_network_ranker_seeds_pt4.json``."""
+    seeds = r["ranker_seeds"]
+    out = [f"**Centring the ranker's input** (`cwm probe --ranker model --representations zt_hat+stats --group-by "
+           f"network --fit-only-data data/dataset_breadth --ranker-seeds {','.join(map(str, seeds))} --centring C "
+           f"[--reference-samples 32]`, decision 62; {r['tasks']} training tasks validated; {r.get('cpu')}; "
+           f"{r['date']})", "", "| ranker input | top-1 | per-task top-1 | pairwise | pairwise by seed |",
+           "|---|---|---|---|---|"]
+    base = _load("probe_network_ranker_seeds_pt4.json")
+    if base and base.get("ranker_seeds", [])[:len(seeds)] == seeds:
+        runs = [x["zt_hat+stats"] for x in base["per_fold_seed"][:len(seeds)]]
+        mean = {m: sum(x[m] for x in runs) / len(runs) for m in ("top1", "top1_task_mean", "pairwise_acc")}
+        out.append(_cv_row("x (the rows alone)", mean) + " " + ", ".join(f"{x['pairwise_acc']:.3f}" for x in runs) + " |")
+    for name, label in (("probe_centring_centred.json", "x − mean of the task's scored candidates"),
+                        ("probe_centring_both.json", "[x, x − mean of the task's scored candidates]"),
+                        ("probe_centring_design_space.json", "[x, x − mean of 32 design-space samples] (shipped)")):
+        run = _load(name)
+        if run:
+            per = ", ".join(f"{x['zt_hat+stats']['pairwise_acc']:.3f}" for x in run.get("per_fold_seed", []))
+            out.append(_cv_row(label, run["representations"]["zt_hat+stats"]) + f" {per} |")
     return out + [""]
 
 
@@ -503,11 +531,17 @@ def captioned(render, caption: str):
 
 
 #: result file -> renderer, in README order
-TABLES = (("ranking.json", ranking_table), ("probe_network_ranker_seeds_pt4.json", ranker_seeds_table),
+TABLES = (("ranking.json", ranking_table), ("probe_centring_design_space.json", centring_table),
+          ("probe_network_ranker_seeds_pt4.json", ranker_seeds_table),
           ("probe_network.json", probe_cv_table),
           ("probe_network_rank.json", rank_transition_table), ("probe_network_state_h256.json", state_transition_table),
           ("probe.json", probe_table), ("corpus_breadth.json", corpus_breadth_table),
           ("transition_corpus.json", transition_corpus_table),
+          ("search_centred.json", captioned(search_table, "CWM with the centred ranker (decision 62: each row "
+                                             "beside the row less the mean of 32 design-space samples of its task) "
+                                             "at its default search over 5 seeds (issue #12). The `xgb` and "
+                                             "`xgb_pretrained` runs are those of `search_forest.json`, re-measured "
+                                             "with the new `cwm` runs")),
           ("search_forest.json", captioned(search_table, "CWM with the bagged ranker (decision 61: four trees a "
                                             "round, refit on the finished breadth root, the same records as the "
                                             "pre-trained XGBModel) at its default search over 5 seeds (issue #12). "
