@@ -46,6 +46,19 @@ def test_centred_rows_and_names():
         centring_meta(-1)
 
 
+def test_design_samples_are_the_same_on_every_call(workload_mods):
+    """The reference must not depend on when it is drawn: MetaSchedule's own initial population
+    (a thread pool) changed from call to call, which moved a centring model's scores."""
+    from cwm.design_sample import sample_traces
+
+    mod = workload_mods["softmax_128x768"]
+    target = {"kind": "llvm", "num-cores": 2}
+    first = sample_traces(mod, target, 16, 0)
+    assert len(first) == 16 and first == sorted(set(first))  # distinct, sorted
+    assert sample_traces(mod, target, 16, 0) == first
+    assert sample_traces(mod, target, 16, 1) != first  # the seed matters
+
+
 def _centring_model(directory: Path, workload_mods):
     """The scorer fixture's encoder and transition with a small ranker fitted on centred rows."""
     from cwm import native
