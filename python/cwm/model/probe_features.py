@@ -80,26 +80,18 @@ def design_space_reference(loader, model, key: str, target, cache_dir, fingerpri
                            seed: int = 0) -> np.ndarray | None:
     """The task's reference row (:meth:`WorldModel.reference` with ``samples`` design-space samples,
     whatever the model's own centring), cached; None when MetaSchedule draws no sample."""
-    from cwm import native
-    from cwm.design_sample import sample_traces
-    from cwm.model.centring import mean_row
-
     path = Path(cache_dir) / f"ref-{key}-{fingerprint}-k{samples}-s{seed}.npz"
     if path.is_file():
         with np.load(path, allow_pickle=False) as f:
             return f["ref"] if int(f["n"]) else None
     workload = loader.workload(key)
-    traces = sample_traces(workload, target, samples, seed)
-    ref = np.zeros(0, np.float32)
-    if traces:
-        fb = native.featurize_batch(traces)
-        z0 = model.z0(workload)
-        ref = mean_row(model.raw_features(model.rollout(z0, fb), fb, target, z0))
+    fb = model.design_samples(workload, target, samples, seed)
+    ref = np.zeros(0, np.float32) if fb is None else model.reference(workload, target, samples, seed)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".tmp.npz")
-    np.savez(tmp, ref=ref, n=len(traces))
+    np.savez(tmp, ref=ref, n=0 if fb is None else len(fb.lengths))
     tmp.replace(path)
-    return ref if traces else None
+    return None if fb is None else ref
 
 
 def task_representations(loader, model, key: str, target, cache_dir, fingerprint: str,

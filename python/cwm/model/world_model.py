@@ -103,16 +103,24 @@ class WorldModel:
         t = target if isinstance(target, dict) else json.loads(str(target))
         return (task_key(workload), json.dumps(t, sort_keys=True)), t
 
-    def design_samples(self, workload, target):
-        """The :class:`FeatureBatch` of the task's seeded design-space samples (cached), or None
-        when MetaSchedule draws none (its design-space generation fails on the workload)."""
+    def _sampling_key(self, workload, target, samples, seed) -> tuple[tuple, dict]:
+        """``((task, target, samples, seed), target dict)``; ``samples`` / ``seed`` default to :attr:`centring`'s."""
         key, t = self._task_target(workload, target)
+        samples = int(self.centring["samples"]) if samples is None else int(samples)
+        seed = int(self.centring["seed"]) if seed is None else int(seed)
+        return (*key, samples, seed), t
+
+    def design_samples(self, workload, target, samples: int | None = None, seed: int | None = None):
+        """The :class:`FeatureBatch` of the task's seeded design-space samples (cached), or None
+        when MetaSchedule draws none (its design-space generation fails on the workload).
+        ``samples`` / ``seed``: :attr:`centring`'s unless given (``cwm probe`` asks any model)."""
+        key, t = self._sampling_key(workload, target, samples, seed)
         if key not in self._samples:
             from cwm import native
             from cwm.design_sample import sample_traces
 
             try:
-                traces = sample_traces(workload, t, int(self.centring["samples"]), int(self.centring["seed"]))
+                traces = sample_traces(workload, t, key[2], key[3])
             except Exception as error:  # noqa: BLE001 - a ScheduleError, or TVM's TVMError for the same
                 import warnings
 
@@ -122,14 +130,14 @@ class WorldModel:
             self._samples[key] = native.featurize_batch(traces) if traces else None
         return self._samples[key]
 
-    def reference(self, workload, target) -> np.ndarray:
+    def reference(self, workload, target, samples: int | None = None, seed: int | None = None) -> np.ndarray:
         """The task's reference row: the mean :meth:`raw_features` row of its design-space samples
         (:func:`cwm.model.centring.mean_row`); zeros when there are none."""
         from cwm.model.centring import mean_row
 
-        key, _ = self._task_target(workload, target)
+        key, _ = self._sampling_key(workload, target, samples, seed)
         if key not in self._references:
-            fb = self.design_samples(workload, target)
+            fb = self.design_samples(workload, target, samples, seed)
             z0 = self.z0(workload)
             self._references[key] = (np.zeros(len(feature_names(self.tcfg.dim, self.structure)), np.float32)
                                      if fb is None else mean_row(self.raw_features(self.rollout(z0, fb), fb, target, z0)))
