@@ -64,15 +64,6 @@ def replay(lat: np.ndarray, x: np.ndarray, prior: np.ndarray, cfg, per_round: in
     return out
 
 
-def machine() -> str:
-    import os
-    import platform
-
-    from cwm.model.probe import cpu_name
-
-    return f"{cpu_name()}, {os.cpu_count()} cores, Python {platform.python_version()}"
-
-
 def paired_difference(a: np.ndarray, b: np.ndarray, draws: int = 2000, seed: int = 0) -> list[list[float]]:
     """Per round: the mean of ``a - b`` over tasks and its 95% bootstrap interval (tasks resampled,
     seeded). ``a``, ``b``: ``[tasks, rounds]``, the same tasks in the same order."""
@@ -93,6 +84,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
 
     from checkpoint import write_json
+    from common import machine
     from cwm.cost_model.cwm_model import AdaptConfig
     from cwm.dataset.loader import DatasetLoader
     from cwm.model import default_model_dir

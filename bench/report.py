@@ -539,9 +539,10 @@ TABLES = (("ranking.json", ranking_table), ("probe_centring_design_space.json", 
           ("transition_corpus.json", transition_corpus_table),
           ("search_centred.json", captioned(search_table, "CWM with the centred ranker (decision 62: each row "
                                              "beside the row less the mean of 32 design-space samples of its task) "
-                                             "at its default search over 5 seeds (issue #12). The `xgb` and "
-                                             "`xgb_pretrained` runs are those of `search_forest.json`, re-measured "
-                                             "with the new `cwm` runs")),
+                                             "at its default search over 5 seeds, and sample efficiency on 3 tasks (issue #12). "
+                                             "Every method tuned and re-measured on this host; the table's first "
+                                             "run re-measured baselines tuned on a Zen 5 host with CWM's tuned on "
+                                             "this Zen 4 and is withdrawn (decision 63)")),
           ("search_forest.json", captioned(search_table, "CWM with the bagged ranker (decision 61: four trees a "
                                             "round, refit on the finished breadth root, the same records as the "
                                             "pre-trained XGBModel) at its default search over 5 seeds (issue #12). "

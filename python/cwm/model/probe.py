@@ -381,8 +381,10 @@ def run_probe(data, model_dir, folds: int = 5, seed: int = 0, cache_dir=None, ma
     runs = [cross_validate(tasks, folds, s, cfg, log, names, fit_only, group_by, model.transition, rank_cfg, centring)
             for s in fold_seeds for cfg in configs]
     result = runs[0] if len(runs) == 1 else {"fold_names": runs[0]["fold_names"], **_mean_of_runs(runs)}
+    from cwm.machine import cpu
+
     return {"benchmark": "probe", "date": time.strftime("%Y-%m-%d"), "host": platform.processor() or platform.machine(),
-            "cpu": cpu_name(), "model_dir": str(model_dir), "model_fingerprint": fingerprint, "split": "train",
+            "cpu": cpu(), "model_dir": str(model_dir), "model_fingerprint": fingerprint, "split": "train",
             "group_by": group_by, "folds": folds if group_by == "task" else result["fold_names"], "seed": seed,
             "fold_seeds": fold_seeds, "ranker_seeds": [c.seed for c in configs],
             "max_candidates_per_task": max_candidates, "centring": centring,
@@ -408,16 +410,6 @@ def _mean_of_runs(runs: list[dict]) -> dict:
             "per_fold_seed": [{n: {"top1": v["top1"], "top1_task_mean": v["top1_task_mean"],
                                    "pairwise_acc": v["pairwise_acc"]}
                                for n, v in r["representations"].items()} for r in runs]}
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor()
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
