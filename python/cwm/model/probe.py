@@ -48,6 +48,8 @@ from pathlib import Path
 
 import numpy as np
 
+from cwm.machine import cpu
+
 BASE = ("z0", "zt_hat", "et", "store", "store_pred", "zt_rank")
 REPRESENTATIONS = BASE + tuple(f"{r}+stats" for r in BASE) + ("stats",)
 RIDGE = 1.0  # decoder regularization on standardized inputs (a probe, not a tuned model)
@@ -381,8 +383,6 @@ def run_probe(data, model_dir, folds: int = 5, seed: int = 0, cache_dir=None, ma
     runs = [cross_validate(tasks, folds, s, cfg, log, names, fit_only, group_by, model.transition, rank_cfg, centring)
             for s in fold_seeds for cfg in configs]
     result = runs[0] if len(runs) == 1 else {"fold_names": runs[0]["fold_names"], **_mean_of_runs(runs)}
-    from cwm.machine import cpu
-
     return {"benchmark": "probe", "date": time.strftime("%Y-%m-%d"), "host": platform.processor() or platform.machine(),
             "cpu": cpu(), "model_dir": str(model_dir), "model_fingerprint": fingerprint, "split": "train",
             "group_by": group_by, "folds": folds if group_by == "task" else result["fold_names"], "seed": seed,
