@@ -61,3 +61,60 @@ def test_state_cache_key_follows_the_texts(tmp_path):
     assert len(calls) == 2
     with pytest.raises(ValueError, match="initial"):
         state_cache.encoded_states(model, trajs, "middle")
+
+
+def test_states_encoded_elsewhere_fill_the_cache(tiny_dataset, tiny_model_dir, tmp_path, monkeypatch):
+    """``tools/encode_states_elsewhere.py``: export -> encode (here on the CPU, as a GPU would) ->
+    import gives the cache files ``cwm eval`` reads, so its ``static_final`` row encodes nothing;
+    a bundle whose check states disagree with the encoder, or another encoder, writes nothing."""
+    import gzip
+    import importlib.util
+    import json
+    import shutil
+    from pathlib import Path
+
+    from cwm.model import state_cache
+    from cwm.model.evaluate import evaluate
+
+    spec = importlib.util.spec_from_file_location(
+        "encode_states_elsewhere", Path(__file__).resolve().parents[1] / "tools" / "encode_states_elsewhere.py")
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    cache, bundle, archive = tmp_path / "states", tmp_path / "texts.jsonl.gz", tmp_path / "states.npz"
+    tool.main(["export", "--data", str(tiny_dataset), "--model", str(tiny_model_dir), "--out", str(bundle),
+               "--state-cache", str(cache), "--check-states", "3"])
+    tool.main(["encode", str(bundle), "--model", str(tiny_model_dir), "--out", str(archive), "--device", "cpu",
+               "--batch-windows", "7"])
+    tool.main(["import", str(archive), "--state-cache", str(cache)])
+    assert len(list(cache.glob("*-final-*.npy"))) >= 2
+
+    def no_encoding(*_args, **_kwargs):
+        raise AssertionError("the imported states should have answered")
+
+    monkeypatch.setattr(state_cache, "encode_texts", no_encoding)
+    result = evaluate(tiny_dataset, tiny_model_dir, state_cache=cache, log=lambda *_: None)
+    assert 0.0 <= result["models"]["static_final"]["pairwise_acc"] <= 1.0
+    # everything cached: a second export has nothing left to encode
+    tool.main(["export", "--data", str(tiny_dataset), "--model", str(tiny_model_dir), "--out", str(bundle),
+               "--state-cache", str(cache), "--check-states", "3"])
+    with gzip.open(bundle, "rt") as f:
+        assert len(f.readlines()) == 1  # the header alone
+
+    # check states from another host that disagree: nothing is written
+    shutil.rmtree(cache)
+    tool.main(["export", "--data", str(tiny_dataset), "--model", str(tiny_model_dir), "--out", str(bundle),
+               "--state-cache", str(cache), "--check-states", "3"])
+    with gzip.open(bundle, "rt") as f:
+        header, *entries = [json.loads(line) for line in f]
+    header["check"]["states"] = [[v + 1.0 for v in row] for row in header["check"]["states"]]
+    with gzip.open(bundle, "wt") as f:
+        f.write("\n".join(json.dumps(x) for x in (header, *entries)) + "\n")
+    archive.unlink()
+    with pytest.raises(SystemExit, match="differ"):
+        tool.main(["encode", str(bundle), "--model", str(tiny_model_dir), "--out", str(archive), "--device", "cpu"])
+    assert not archive.exists()
+    header["encoder_fingerprint"] = "0" * 12
+    with gzip.open(bundle, "wt") as f:
+        f.write("\n".join(json.dumps(x) for x in (header, *entries)) + "\n")
+    with pytest.raises(SystemExit, match="not the one"):
+        tool.main(["encode", str(bundle), "--model", str(tiny_model_dir), "--out", str(archive), "--device", "cpu"])

@@ -17,7 +17,7 @@ import numpy as np
 DEFAULT_DIR = Path.home() / ".cache" / "cwm" / "states"
 
 
-def _texts(trajs, which: str) -> list[str]:
+def texts_of(trajs, which: str) -> list[str]:
     if which not in ("initial", "final"):
         raise ValueError(f"which must be 'initial' or 'final', not {which!r}")
     return [t.initial_text if which == "initial" else t.final_text for t in trajs]
@@ -34,19 +34,35 @@ def encoded_states(model, trajs, which: str, key: str | None = None, fingerprint
                    cache_dir=None) -> np.ndarray:
     """``E(s)`` of each trajectory's initial or final program, ``[N, D]``; from the cache when
     ``cache_dir``, ``key`` and ``fingerprint`` are all given and it holds them."""
-    texts = _texts(trajs, which)
+    texts = texts_of(trajs, which)
     if cache_dir is None or key is None or fingerprint is None:
         return encode_texts(model, texts)
+    path = cache_path(cache_dir, key, fingerprint, which, texts)
+    states = read_cached(path, len(texts))
+    if states is None:
+        states = encode_texts(model, texts)
+        write_cached(path, states)
+    return states
+
+
+def cache_path(cache_dir, key: str, fingerprint: str, which: str, texts: list[str]) -> Path:
+    """The file that holds ``E(text)`` of ``texts``: the task, the encoder and the texts name it."""
     digest = hashlib.sha256("\0".join(texts).encode()).hexdigest()[:12]
-    path = Path(cache_dir) / f"{key}-{fingerprint}-{which}-{digest}.npy"
-    if path.is_file():
-        states = np.load(path, allow_pickle=False)
-        if states.shape[0] == len(texts):
-            return states
-    states = encode_texts(model, texts)
+    return Path(cache_dir) / f"{key}-{fingerprint}-{which}-{digest}.npy"
+
+
+def read_cached(path: Path, rows: int) -> np.ndarray | None:
+    """The cached states at ``path``, or None when the file is absent or holds another count."""
+    if not path.is_file():
+        return None
+    states = np.load(path, allow_pickle=False)
+    return states if states.shape[0] == rows else None
+
+
+def write_cached(path: Path, states: np.ndarray) -> None:
+    """Write ``states`` to ``path`` whole or not at all."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp")
     with open(tmp, "wb") as f:
         np.save(f, states)
     tmp.replace(path)
-    return states
