@@ -31,19 +31,18 @@ import numpy as np
 
 def export(data: str, extra: list[str], model_dir: str, out: Path, cache_dir: Path, which: str,
            check_states: int) -> None:
-    from cwm.dataset.loader import DatasetLoader
-    from cwm.dataset.union import open_datasets
+    from cwm.model.evaluate import evaluation_tasks, latencies
     from cwm.model.fingerprint import encoder_fingerprint
     from cwm.model.state_cache import cache_path, read_cached, texts_of
 
-    loader = open_datasets([data, *extra])
+    loader, train_keys, test_keys = evaluation_tasks(data, extra)
     fingerprint = encoder_fingerprint(model_dir)
-    keys = list(loader.task_keys("train")) + list(DatasetLoader(data).task_keys("test"))
+    keys = list(train_keys) + list(test_keys)
     header = {"encoder_fingerprint": fingerprint, "which": which, "check": None}
     entries, cached, programs = [], 0, 0
     for key in keys:
         trajs = loader.trajectories(key)
-        if sum(t.latency is not None for t in trajs) < 2:  # cwm eval's own filter (_task_arrays)
+        if latencies(trajs) is None:  # a task cwm eval does not rank
             continue
         texts = texts_of(trajs, which)
         path = cache_path(cache_dir, key, fingerprint, which, texts)

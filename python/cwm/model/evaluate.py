@@ -21,14 +21,31 @@ import time
 import numpy as np
 
 
+def evaluation_tasks(root, extra_roots=()):
+    """``(loader, train keys, test keys)`` that ``cwm eval`` ranks: the training tasks of every
+    root, and the held-out tasks of ``root`` alone (the held-out split is root's)."""
+    from cwm.dataset.loader import DatasetLoader
+    from cwm.dataset.union import open_datasets
+
+    loader = open_datasets([root, *extra_roots])
+    return loader, loader.task_keys("train"), DatasetLoader(root).task_keys("test")
+
+
+def latencies(trajs, min_valid: int = 2) -> np.ndarray | None:
+    """The trajectories' latencies (a failed run is inf), or None when fewer than ``min_valid``
+    are finite: such a task is not ranked."""
+    lat = np.array([t.latency if t.latency is not None else np.inf for t in trajs], np.float64)
+    return lat if np.isfinite(lat).sum() >= min_valid else None
+
+
 def _task_arrays(loader, keys, min_valid: int = 2):
     from cwm import native
 
     out = []
     for key in keys:
         trajs = loader.trajectories(key)
-        lat = np.array([t.latency if t.latency is not None else np.inf for t in trajs], np.float64)
-        if np.isfinite(lat).sum() < min_valid:
+        lat = latencies(trajs, min_valid)
+        if lat is None:
             continue
         meta = loader.store.get_task(key)
         out.append({"key": key, "trajs": trajs, "lat": lat, "fb": native.featurize_batch([t.trace for t in trajs]),
@@ -70,21 +87,18 @@ def evaluate(root, model_dir, seed: int = 0, log=print, state_cache=None, extra_
     ``extra_roots``: further dataset roots whose training tasks every baseline trains on too, as
     a model trained with ``--extra-data`` did (:mod:`cwm.dataset.union`); the test tasks are
     ``root``'s alone. ``skip``: rows left out (``"static_final"``), listed in the result."""
-    from cwm.dataset.union import open_datasets
     from cwm.model.metrics import summarize
     from cwm.model.ranker import Ranker
     from cwm.model.fingerprint import encoder_fingerprint
     from cwm.model.state_cache import encoded_states
     from cwm.model.world_model import WorldModel
 
-    loader = open_datasets([root, *extra_roots])
+    loader, train_keys, test_keys = evaluation_tasks(root, extra_roots)
     model = WorldModel.load(model_dir)
     fingerprint = encoder_fingerprint(model_dir)  # E(s) depends on the encoder alone
     target = loader.store.manifest().get("target") or {"kind": "llvm"}
-    train = _task_arrays(loader, loader.task_keys("train"))
-    from cwm.dataset.loader import DatasetLoader
-
-    test = _task_arrays(loader, DatasetLoader(root).task_keys("test"))  # the held-out split is root's alone
+    train = _task_arrays(loader, train_keys)
+    test = _task_arrays(loader, test_keys)
     if not test:
         raise ValueError("no held-out test task has measured records yet")
     log(f"train tasks {len(train)}, test tasks {len(test)}, test candidates {sum(len(t['lat']) for t in test)}")
