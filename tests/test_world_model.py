@@ -67,3 +67,23 @@ def test_interrupted_training_resumes_from_its_stages(tiny_dataset, tiny_model_d
     resumed, fresh = WorldModel.load(out), WorldModel.load(tiny_model_dir)
     assert np.array_equal(resumed.score(loader.workload(key), traces, target),
                           fresh.score(loader.workload(key), traces, target))
+
+
+def test_a_given_encoder_replaces_phase_one(tiny_dataset, tiny_model_dir, tmp_path):
+    """``cwm train --encoder DIR`` keeps that encoder bit for bit and trains the rest on its states."""
+    import dataclasses
+
+    from cwm.model.encoder import StateEncoder
+    from cwm.model.train import train_world_model
+
+    out = tmp_path / "m"
+    train_world_model(tiny_dataset, out, dataclasses.replace(_cfg(), encoder_dir=str(tiny_model_dir / "encoder")),
+                      log=lambda *_: None)
+    given, kept = StateEncoder.load(tiny_model_dir / "encoder"), StateEncoder.load(out / "encoder")
+    for (name, a), (_, b) in zip(given.state_dict().items(), kept.state_dict().items()):
+        assert np.array_equal(a.numpy(), b.numpy()), name
+    assert (out / "transition.safetensors").is_file() and (out / "ranker.json").is_file()
+    small = dataclasses.replace(_cfg(), encoder_dir=str(tiny_model_dir / "encoder"),
+                                transition=dataclasses.replace(_cfg().transition, dim=64))
+    with pytest.raises(ValueError, match="encoder of size 128"):
+        train_world_model(tiny_dataset, tmp_path / "n", small, log=lambda *_: None)

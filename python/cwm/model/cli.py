@@ -20,6 +20,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--encoder-steps", type=int, default=None)
     parser.add_argument("--encoder-time", type=float, default=None, help="seconds")
     parser.add_argument("--rollout-trajectories", type=int, default=None)
+    parser.add_argument("--encoder", default=None,
+                        help="a trained encoder directory to use instead of phase 1 (contrastive training)")
 
 
 def main(argv) -> int:
@@ -38,6 +40,7 @@ def main(argv) -> int:
         cfg.encoder_time_s = args.encoder_time
     if args.rollout_trajectories is not None:
         cfg.rollout_trajectories = args.rollout_trajectories
+    cfg.encoder_dir = args.encoder
     train_world_model([args.data, *args.extra_data] if args.extra_data else args.data, args.out, cfg)
     return 0
 

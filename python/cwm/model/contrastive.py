@@ -149,6 +149,18 @@ def evaluate_encoder(enc: StateEncoder, train: dict, held: dict, seed: int = 0,
     return out
 
 
+def warmup_cosine(warmup_steps: int, max_steps: int):
+    """The learning-rate factor of a step: linear warm-up, then cosine decay to 0 at ``max_steps``."""
+
+    def factor(step: int) -> float:
+        if step < warmup_steps:
+            return (step + 1) / warmup_steps
+        frac = (step - warmup_steps) / max(1, max_steps - warmup_steps)
+        return 0.5 * (1 + math.cos(math.pi * min(1.0, frac)))
+
+    return factor
+
+
 def _crop(ids: list, cfg: EncoderConfig, max_windows: int | None, rng: random.Random) -> list:
     if not max_windows:
         return ids
@@ -187,14 +199,7 @@ def train_encoder(texts_by_group: dict, cfg: ContrastiveConfig | None = None):
         cache = dict(zip((t for g in groups for t in train[g]),
                          tok.encode_batch([t for g in groups for t in train[g]])))
         opt = torch.optim.AdamW(enc.parameters(), lr=cfg.lr, weight_decay=cfg.weight_decay)
-
-        def lr_at(step):
-            if step < cfg.warmup_steps:
-                return (step + 1) / cfg.warmup_steps
-            frac = (step - cfg.warmup_steps) / max(1, cfg.max_steps - cfg.warmup_steps)
-            return 0.5 * (1 + math.cos(math.pi * min(1.0, frac)))
-
-        sched = torch.optim.lr_scheduler.LambdaLR(opt, lr_at)
+        sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine(cfg.warmup_steps, cfg.max_steps))
         rng = random.Random(cfg.seed + 1)
         enc.train()
         t0, stopped = time.monotonic(), "steps"

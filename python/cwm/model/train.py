@@ -28,6 +28,8 @@ class TrainConfig:
     encoder_steps: int = 400
     encoder_time_s: float = 1800.0
     encoder_eval: bool = True  # retrieval metrics before/after contrastive training (costs encodes)
+    #: a trained encoder's directory (e.g. tools/train_schedule_encoder.py's): phase 1 is skipped
+    encoder_dir: str | None = None
     # (2) transition
     rollout_trajectories: int = 1500
     rollout: RolloutConfig = field(default_factory=lambda: RolloutConfig(epochs=100, lr=1e-2, margin=-0.5))
@@ -157,7 +159,16 @@ def train_world_model(root, out_dir, cfg: TrainConfig = TrainConfig(), log=print
 
     stages = _Stages(out_dir, {"config": asdict(cfg), "data": _data_hash(loader)})
     resumed = stages.encoder()
-    if resumed is None:
+    if resumed is None and cfg.encoder_dir:
+        from cwm.model.encoder import StateEncoder
+
+        encoder = StateEncoder.load(cfg.encoder_dir)
+        if encoder.dim != cfg.transition.dim:
+            raise ValueError(f"{cfg.encoder_dir}: an encoder of size {encoder.dim}; the transition's state has "
+                             f"{cfg.transition.dim}")
+        stages.save_encoder(encoder, {"steps": 0, "from": str(cfg.encoder_dir)})
+        encoder, enc_metrics = stages.encoder()
+    elif resumed is None:
         groups = _contrastive_groups(by_task, cfg.states_per_task, cfg.seed)
         ccfg = ContrastiveConfig(seed=cfg.seed, encoder=EncoderConfig(out_dim=cfg.transition.dim),
                                  max_steps=cfg.encoder_steps, time_budget_s=cfg.encoder_time_s, log_every=0,
