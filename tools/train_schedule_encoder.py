@@ -30,7 +30,7 @@ import numpy as np
 def prepare(data: str, exclude: list[str], per_task: int, out: Path, cache_dir: Path, seed: int,
             candidates: int) -> None:
     from cwm.dataset.loader import DatasetLoader
-    from cwm.model.probe_features import _cached_store, _per_store, probe_subset
+    from cwm.model.probe_features import pooled_store_features, probe_subset
 
     loader = DatasetLoader(data)
     target = loader.store.manifest().get("target") or {"kind": "llvm"}
@@ -50,8 +50,8 @@ def prepare(data: str, exclude: list[str], per_task: int, out: Path, cache_dir: 
         lat = np.array([t.latency if t.latency is not None else np.inf for t in trajs], np.float64)
         if np.isfinite(lat).sum() < 2:
             continue
-        cached = _cached_store(cache_dir, key, candidates, 0, lat)
-        store, ok = cached if cached is not None else _per_store(loader, key, loader.workload(key), trajs, target)
+        store, ok = pooled_store_features(loader, key, loader.workload(key), trajs, target, cache_dir, candidates, 0,
+                                          lat)
         usable = np.flatnonzero(ok)
         chosen = np.random.default_rng([seed, i]).choice(usable, min(per_task, len(usable)), replace=False)
         tmp = path.with_name(path.name + ".tmp")
@@ -66,12 +66,9 @@ def prepare(data: str, exclude: list[str], per_task: int, out: Path, cache_dir: 
 
 def train(items_path: Path, model_dir: str, out: Path, steps: int, seed: int, aux_weight: float,
           checkpoint: Path) -> None:
-    import torch
-
     from cwm.model.encoder import StateEncoder
     from cwm.model.schedule_contrastive import ScheduleContrastiveConfig, train_schedule_encoder
 
-    torch.set_num_threads(max(1, torch.get_num_threads()))
     items = []
     for path in sorted(Path(items_path).glob("*.jsonl.gz")):
         with gzip.open(path, "rt") as f:

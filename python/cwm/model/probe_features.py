@@ -76,6 +76,14 @@ def _cached_store(cache_dir, key: str, max_candidates, seed: int, lat: np.ndarra
     return None
 
 
+def pooled_store_features(loader, key: str, workload, trajs: list, target, cache_dir, max_candidates, seed: int,
+                          lat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(store, store_ok)`` of the probe's subset ``trajs`` of a task: from any cached probe file of
+    the same candidates, else by replaying each trace (TVM)."""
+    cached = _cached_store(cache_dir, key, max_candidates, seed, lat)
+    return cached if cached is not None else _per_store(loader, key, workload, trajs, target)
+
+
 def design_space_reference(loader, model, key: str, target, cache_dir, fingerprint: str, samples: int,
                            seed: int = 0) -> np.ndarray | None:
     """The task's reference row (:meth:`WorldModel.reference` with ``samples`` design-space samples,
@@ -120,8 +128,7 @@ def task_representations(loader, model, key: str, target, cache_dir, fingerprint
     z0 = model.z0(workload)
     zt_hat = model.rollout(z0, fb)
     stats = model.raw_features(zt_hat, fb, target, z0)[:, len(z0):]
-    store, ok = _cached_store(cache_dir, key, max_candidates, seed, lat) or _per_store(loader, key, workload, trajs,
-                                                                                      target)
+    store, ok = pooled_store_features(loader, key, workload, trajs, target, cache_dir, max_candidates, seed, lat)
     arrays = {"z0": z0, "zt_hat": zt_hat.astype(np.float32),
               **({"et": encoded_states(model, trajs, "final")} if with_et else {}),
               "store": store, "store_ok": ok, "stats": stats.astype(np.float32), "lat": lat}
