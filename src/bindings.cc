@@ -11,6 +11,7 @@
 #include "featurize.h"
 #include "forest.h"
 #include "trace_structure.h"
+#include "vector_alignment.h"
 #include "transition.h"
 #include "version.h"
 #include "vocab.h"
@@ -186,6 +187,10 @@ py::array_t<float> StructureStatsPy(const py::array& ints, const py::array& nums
   return PerTraceStats(ints, nums, lengths, cwm::NumStructureStats(), cwm::StructureStats);
 }
 
+py::array_t<float> VectorAlignmentPy(const py::array& ints, const py::array& nums, const py::array& lengths) {
+  return PerTraceStats(ints, nums, lengths, cwm::NumVectorAlignment(), cwm::VectorAlignment);
+}
+
 // The ranker's trees (forest.h); predict releases the GIL.
 class ForestPy {
  public:
@@ -240,6 +245,8 @@ PYBIND11_MODULE(_native, m) {
         "Ranker features of action sequences (twin of cwm.model.action_stats.sequence_stats)");
   m.def("structure_stats", &StructureStatsPy, py::arg("ints"), py::arg("numbers"), py::arg("lengths"),
         "Loop-nest structure of action sequences (twin of cwm.model.trace_structure.structure_stats)");
+  m.def("vector_alignment", &VectorAlignmentPy, py::arg("ints"), py::arg("numbers"), py::arg("lengths"),
+        "Vector-register fill of action sequences (twin of cwm.model.vector_alignment.vector_alignment)");
   py::class_<ForestPy>(m, "Forest")
       .def(py::init<py::bytes>(), py::arg("model_json"), "an XGBoost gbtree model as JSON bytes (save_raw('json'))")
       .def("predict", &ForestPy::Predict, py::arg("rows"), py::arg("num_threads") = 1,

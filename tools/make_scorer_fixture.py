@@ -46,7 +46,6 @@ def build_model(recs, mods, structure: bool = True):
     import torch
 
     from cwm.model.encoder import EncoderConfig, StateEncoder
-    from cwm.model.ranker import Ranker, RankerConfig
     from cwm.model.tokenizer import TirTokenizer
     from cwm.model.transition import TransH, TransitionConfig
     from cwm.model.world_model import WorldModel
@@ -62,9 +61,17 @@ def build_model(recs, mods, structure: bool = True):
         transition.out.bias[tcfg.dim:].normal_(0.0, 0.1)
     model = WorldModel(enc, transition, tcfg, None, {"note": "scorer test fixture (tools/make_scorer_fixture.py)"},
                        structure=structure)
-    feats, lat, groups = [], [], []
-    from cwm import native
+    model.ranker = fit_tiny_ranker(model, recs, mods)
+    return model
 
+
+def fit_tiny_ranker(model, recs, mods):
+    """A 20-tree ranker on ``model``'s rows of the recorded llvm tuning runs of ``mods``' workloads
+    (the fixture's; tests/test_vector_alignment.py refits one on rows that hold the vector fill)."""
+    from cwm import native
+    from cwm.model.ranker import Ranker, RankerConfig
+
+    feats, lat, groups = [], [], []
     for g, name in enumerate(sorted(mods)):
         rows = [r for r in recs if r["workload"] == name and r["source"] == "tuning"]
         fb = native.featurize_batch([r["trace"] for r in rows])
@@ -73,9 +80,8 @@ def build_model(recs, mods, structure: bool = True):
         lat += [float(np.median(r["run_secs"])) if r["run_secs"] and not (r["build_error"] or r["run_error"])
                 else float("nan") for r in rows]
         groups += [g] * len(rows)
-    model.ranker = Ranker(RankerConfig(n_estimators=20, max_depth=4, n_jobs=1)).fit(
+    return Ranker(RankerConfig(n_estimators=20, max_depth=4, n_jobs=1)).fit(
         np.concatenate(feats), np.array(lat), np.array(groups))
-    return model
 
 
 def main() -> None:

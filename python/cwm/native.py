@@ -97,6 +97,11 @@ def structure_stats(fb) -> np.ndarray:
     return load().structure_stats(*_action_arrays(fb))
 
 
+def vector_alignment(fb) -> np.ndarray:
+    """Native twin of :func:`cwm.model.vector_alignment.vector_alignment` for a :class:`FeatureBatch`."""
+    return load().vector_alignment(*_action_arrays(fb))
+
+
 def sequence_stats(fb) -> np.ndarray:
     """Native twin of :func:`cwm.model.action_stats.sequence_stats` for a :class:`FeatureBatch`."""
     return load().sequence_stats(*_action_arrays(fb))

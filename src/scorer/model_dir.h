@@ -18,6 +18,7 @@ struct ModelDir {
   TransitionWeights transition;            // TransH weights (transition.safetensors) + config
   std::vector<std::string> feature_names;  // ranker feature names, from the manifest
   bool structure = true;                   // the features include the trace structure (v4)
+  bool alignment = false;                  // ... and the vector-register fill (manifest "vector_alignment")
   bool centred = false;                    // rows [x, x - reference] (manifest "centring"; cwm.model.centring)
   std::string ranker_path;                 // <dir>/ranker.json (XGBoost JSON model)
 };

@@ -6,6 +6,7 @@
 #include "featurize.h"
 #include "scorer/error.h"
 #include "trace_structure.h"
+#include "vector_alignment.h"
 
 namespace cwm {
 
@@ -35,7 +36,7 @@ std::vector<float> Scorer::Features(const std::vector<float>& z0, const Hardware
     throw ScorerError(e.what());
   }
   const int B = fb.batch, T = fb.max_len, S = NumSequenceStats(), F = num_features();
-  const int P = model_.structure ? NumStructureStats() : 0;
+  const int P = model_.structure ? NumStructureStats() : 0, V = model_.alignment ? NumVectorAlignment() : 0;
   std::vector<float> z(static_cast<size_t>(B) * D), zt(static_cast<size_t>(B) * D);
   for (int b = 0; b < B; ++b) std::copy(z0.begin(), z0.end(), z.begin() + static_cast<size_t>(b) * D);
   {
@@ -47,6 +48,8 @@ std::vector<float> Scorer::Features(const std::vector<float>& z0, const Hardware
   SequenceStats(fb.ints.data(), fb.numbers.data(), fb.lengths.data(), B, T, stats.data());
   std::vector<float> structure(static_cast<size_t>(B) * P);
   if (P) StructureStats(fb.ints.data(), fb.numbers.data(), fb.lengths.data(), B, T, structure.data());
+  std::vector<float> fill(static_cast<size_t>(B) * V);
+  if (V) VectorAlignment(fb.ints.data(), fb.numbers.data(), fb.lengths.data(), B, T, fill.data());
   std::vector<float> x(static_cast<size_t>(B) * F);
   for (int b = 0; b < B; ++b) {
     float* row = &x[static_cast<size_t>(b) * F];
@@ -54,7 +57,8 @@ std::vector<float> Scorer::Features(const std::vector<float>& z0, const Hardware
     for (int i = 0; i < D; ++i) row[i] = zt_b[i] - z0[i];  // the ranker sees ẑ_T - z_0 (model v3)
     std::copy_n(&stats[static_cast<size_t>(b) * S], S, row + D);
     std::copy_n(structure.data() + static_cast<size_t>(b) * P, P, row + D + S);
-    std::copy(hw.begin(), hw.end(), row + D + S + P);
+    std::copy_n(fill.data() + static_cast<size_t>(b) * V, V, row + D + S + P);
+    std::copy(hw.begin(), hw.end(), row + D + S + P + V);
     for (int i = 0; model_.centred && i < W; ++i) row[W + i] = row[i] - reference[i];  // float32, as NumPy
   }
   return x;

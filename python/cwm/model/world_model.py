@@ -4,7 +4,9 @@ Scoring a task's candidates: ``z_0 = E(workload)`` once per workload (cached), t
 candidate its canonical action arrays are rolled out ``ẑ_T = F(...F(z_0, a_1)..., a_T)``, and
 the ranker scores ``[ẑ_T - z_0, action statistics, trace structure, hardware features]`` (the
 predicted final state as its displacement from the start, comparable across tasks; the trace
-structure of :mod:`cwm.model.trace_structure` from model v4 on). Higher = predicted faster.
+structure of :mod:`cwm.model.trace_structure` from model v4 on; the vector-register fill of
+:mod:`cwm.model.vector_alignment` where the manifest says ``"vector_alignment": true``, docs/decisions.md
+§66). Higher = predicted faster.
 
 Model directory (``save``/``load``)::
 
@@ -21,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from cwm.actions.vocab import KINDS
-from cwm.model import action_stats, trace_structure
+from cwm.model import action_stats, trace_structure, vector_alignment
 from cwm.model.transition import TransitionConfig
 
 #: 4: the ranker also sees the trace structure; 3: ẑ_T - z_0 and action statistics (2: ẑ_T)
@@ -32,9 +34,10 @@ STATE_READ_VERSION = 5
 READS = (3, 4, 5)  # versions this cwm scores with (3 without the trace structure)
 
 
-def feature_names(dim: int, structure: bool = True, centred: bool = False) -> list[str]:
+def feature_names(dim: int, structure: bool = True, centred: bool = False, alignment: bool = False) -> list[str]:
     names = ([f"dz{i}" for i in range(dim)] + list(action_stats.NAMES) +
-             (list(trace_structure.NAMES) if structure else []) + list(action_stats.HW_FEATURES))
+             (list(trace_structure.NAMES) if structure else []) +
+             (list(vector_alignment.NAMES) if alignment else []) + list(action_stats.HW_FEATURES))
     if centred:
         from cwm.model.centring import centred_names
 
@@ -44,10 +47,11 @@ def feature_names(dim: int, structure: bool = True, centred: bool = False) -> li
 
 class WorldModel:
     def __init__(self, encoder, transition, tcfg: TransitionConfig, ranker, meta: dict | None = None,
-                 structure: bool = True):
+                 structure: bool = True, alignment: bool = False):
         self.encoder, self.transition, self.tcfg, self.ranker = encoder, transition, tcfg, ranker
         self.meta = meta or {}
         self.structure = structure  # the ranker's rows include the trace structure (model v4)
+        self.alignment = alignment  # ... and the vector-register fill (manifest "vector_alignment")
         self._z0: dict[str, np.ndarray] = {}
         self._samples: dict[tuple, object] = {}  # (task, target) -> FeatureBatch of design-space samples
         self._references: dict[tuple, np.ndarray] = {}  # (task, target) -> reference row
@@ -139,17 +143,21 @@ class WorldModel:
         if key not in self._references:
             fb = self.design_samples(workload, target, samples, seed)
             z0 = self.z0(workload)
-            self._references[key] = (np.zeros(len(feature_names(self.tcfg.dim, self.structure)), np.float32)
+            width = len(feature_names(self.tcfg.dim, self.structure, alignment=self.alignment))
+            self._references[key] = (np.zeros(width, np.float32)
                                      if fb is None else mean_row(self.raw_features(self.rollout(z0, fb), fb, target, z0)))
         return self._references[key]
 
     def raw_features(self, z_t: np.ndarray, fb, target, z0: np.ndarray) -> np.ndarray:
-        """Rows ``[ẑ_T - z_0, action statistics, trace structure, hardware]`` (docs/decisions.md §15, §44)."""
+        """Rows ``[ẑ_T - z_0, action statistics, trace structure, vector fill, hardware]``
+        (docs/decisions.md §15, §44, §66)."""
         from cwm import native
 
         stats = [native.sequence_stats(fb)]  # identical to action_stats.sequence_stats (parity-tested)
         if self.structure:
             stats.append(native.structure_stats(fb))  # identical to trace_structure.structure_stats
+        if self.alignment:
+            stats.append(native.vector_alignment(fb))  # identical to vector_alignment.vector_alignment
         hw = np.repeat(action_stats.hardware_features(target)[None], len(stats[0]), 0)
         dz = z_t.astype(np.float32) - np.asarray(z0, np.float32)
         return np.concatenate([dz, *stats, hw], 1)
@@ -175,9 +183,12 @@ class WorldModel:
         self.ranker.save(str(d / "ranker.json"))
         if self.tcfg.state_dependent and not self.structure:
             raise ValueError("a transition that reads the state needs the trace structure (model v5 = v4 + it)")
+        if self.alignment and not self.structure:
+            raise ValueError("the vector-register fill comes after the trace structure (model v4 and later)")
         version = STATE_READ_VERSION if self.tcfg.state_dependent else VERSION if self.structure else 3
         manifest = {"format": FORMAT, "version": version, "transition": self.tcfg.to_dict(),
-                    "feature_names": feature_names(self.tcfg.dim, self.structure, bool(self.centring)),
+                    "feature_names": feature_names(self.tcfg.dim, self.structure, bool(self.centring), self.alignment),
+                    **({"vector_alignment": True} if self.alignment else {}),
                     "action_kinds": list(KINDS),
                     **self.meta}
         (d / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
@@ -213,10 +224,14 @@ class WorldModel:
         transition.eval()
         encoder = StateEncoder.load(d / "encoder")
         encoder.eval()
-        derived = ("format", "version", "transition", "feature_names", "action_kinds")  # save() writes these
+        derived = ("format", "version", "transition", "feature_names", "action_kinds",
+                   "vector_alignment")  # save() writes these
         meta = {k: v for k, v in manifest.items() if k not in derived}
         structure = refit_ranker or manifest["version"] >= 4
+        alignment = manifest.get("vector_alignment", False)
+        if alignment not in (True, False):
+            raise ValueError(f"{d}: the manifest's vector_alignment must be true or false")
         if not refit_ranker and manifest.get("feature_names") != feature_names(tcfg.dim, structure,
-                                                                               bool(meta.get("centring"))):
+                                                                               bool(meta.get("centring")), alignment):
             raise ValueError(f"{d}: the manifest's feature_names are not model v{manifest['version']}'s")
-        return cls(encoder, transition, tcfg, Ranker.load(str(d / "ranker.json")), meta, structure)
+        return cls(encoder, transition, tcfg, Ranker.load(str(d / "ranker.json")), meta, structure, alignment)

@@ -1,0 +1,159 @@
+"""Does the ranker gain from the vector-register fill (``cwm.model.vector_alignment``)? Measured on
+the training tasks only (issue #12; docs/decisions.md §66), with and without those 8 columns, the
+shipped ranker recipe (its config, rows beside the rows less the task's design-space reference):
+
+* ``network``: leave one network out over the zoo's training tasks, the breadth tasks fitted on
+  in every fold (decision 52's protocol), ranker seeds 0, 1, 2;
+* ``all_tasks``: 5 task-grouped folds over every training task, zoo and breadth validated alike,
+  metrics per origin, fold seeds 0, 1, 2 (the generated workloads hold shapes the zoo lacks);
+* ``replay``: ``bench/adapt_sim.py``'s search replay with the default ``AdaptConfig``: the prior
+  fitted without the task's network, then 4 candidates a round for 6 rounds, the per-task
+  residual refitted on the same rows; mean ``pool best / best found`` after each round and the
+  paired 95% interval of the difference.
+
+    PYTHONPATH=python .venv/bin/python bench/vector_alignment.py [--out bench/results/probe_vector_alignment.json]
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+SEEDS = (0, 1, 2)
+REPRESENTATION, CENTRING = "zt_hat+stats", "both"  # the shipped ranker's rows (decision 62)
+
+
+def rows(task) -> np.ndarray:
+    from cwm.model.probe import representation
+
+    return representation(REPRESENTATION, task, None, CENTRING).astype(np.float32)
+
+
+def fit(tasks, cfg):
+    from cwm.model.ranker import Ranker
+
+    return Ranker(cfg).fit(np.concatenate([rows(t) for t in tasks]), np.concatenate([t["lat"] for t in tasks]),
+                           np.concatenate([np.full(len(t["lat"]), i) for i, t in enumerate(tasks)]))
+
+
+def network_cv(tasks, fit_only, cfg) -> dict:
+    from cwm.model.metrics import summarize
+    from cwm.model.probe import folds_of
+
+    out = {}
+    for seed in SEEDS:
+        scored = []
+        for _, val_keys in folds_of(tasks, "network", 5, 0):
+            ranker = fit([t for t in tasks if t["key"] not in set(val_keys)] + fit_only,
+                         dataclasses.replace(cfg, seed=seed))
+            scored += [(t["lat"], ranker.predict(rows(t)), t["weight"]) for t in tasks if t["key"] in set(val_keys)]
+        out[f"ranker_seed_{seed}"] = summarize(scored)
+    return out
+
+
+def all_tasks_cv(tasks, cfg) -> dict:
+    from cwm.model.metrics import summarize
+    from cwm.model.probe import task_folds
+
+    out = {}
+    for seed in SEEDS:
+        scored = {"zoo": [], "breadth": []}
+        for val_keys in task_folds([t["key"] for t in tasks], 5, seed):
+            ranker = fit([t for t in tasks if t["key"] not in set(val_keys)], dataclasses.replace(cfg, seed=seed))
+            for t in tasks:
+                if t["key"] in set(val_keys):
+                    scored[t["origin"]].append((t["lat"], ranker.predict(rows(t)), t["weight"]))
+        out[f"fold_seed_{seed}"] = {origin: summarize(s) for origin, s in scored.items()}
+    return out
+
+
+def search_replay(tasks, fit_only, cfg) -> np.ndarray:
+    from adapt_sim import replay
+
+    from cwm.cost_model.cwm_model import AdaptConfig
+    from cwm.model.probe import folds_of
+
+    curves = []
+    for _, val_keys in folds_of(tasks, "network", 5, 0):
+        ranker = fit([t for t in tasks if t["key"] not in set(val_keys)] + fit_only, cfg)
+        for t in tasks:
+            if t["key"] in set(val_keys):
+                x = rows(t)
+                curves.append(replay(t["lat"], x, np.asarray(ranker.predict(x), np.float64), AdaptConfig(), 4, 6))
+    return np.asarray(curves)
+
+
+def with_alignment(tasks, model, everything, target) -> None:
+    """Append the 8 columns to every task's stats and its design-space reference, in place."""
+    from cwm.model.vector_alignment import vector_alignment
+
+    for t in tasks:
+        fb = t["fb"]
+        t["stats"] = np.concatenate([t["stats"], vector_alignment(fb.ints, fb.numbers, fb.lengths)], 1)
+        if t["ref"] is not None:
+            sfb = model.design_samples(everything.workload(t["key"]), target, 32, 0)
+            t["ref"] = np.concatenate([t["ref"], vector_alignment(sfb.ints, sfb.numbers, sfb.lengths).mean(0)])
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--data", default=str(ROOT / "data" / "dataset"))
+    p.add_argument("--fit-only-data", default=str(ROOT / "data" / "dataset_breadth"))
+    p.add_argument("--out", default=str(ROOT / "bench" / "results" / "probe_vector_alignment.json"))
+    args = p.parse_args(argv)
+
+    from adapt_sim import paired_difference
+    from checkpoint import write_json
+    from common import machine
+
+    from cwm.dataset.loader import DatasetLoader
+    from cwm.dataset.union import open_datasets
+    from cwm.model import default_model_dir
+    from cwm.model.fingerprint import model_fingerprint
+    from cwm.model.probe import training_tasks
+    from cwm.model.probe_features import design_space_reference
+    from cwm.model.world_model import WorldModel
+
+    start = time.perf_counter()
+    log = lambda m: print(f"{time.perf_counter() - start:6.0f} s  {m}", flush=True)  # noqa: E731
+    model_dir = default_model_dir()
+    model, fingerprint = WorldModel.load(model_dir), model_fingerprint(model_dir)
+    if model.alignment:
+        raise SystemExit(f"{model_dir} already reads the vector fill; this compares a model without it")
+    loader, cache = DatasetLoader(args.data), Path.home() / ".cache" / "cwm" / "probe"
+    tasks, fit_only = training_tasks(loader, model, [args.fit_only_data], cache, fingerprint, 64, 0, False,
+                                     lambda *_: None, with_fb=True)
+    everything = open_datasets([args.data, args.fit_only_data])
+    target = loader.store.manifest().get("target") or {"kind": "llvm"}
+    for origin, group in (("zoo", tasks), ("breadth", fit_only)):
+        for t in group:
+            t["origin"] = origin
+            t["ref"] = design_space_reference(everything, model, t["key"], target, cache, fingerprint, 32)
+    log(f"{len(tasks)} zoo and {len(fit_only)} breadth training tasks")
+    cfg, results, replays = model.ranker.cfg, {}, {}
+    for variant in ("without", "with"):
+        if variant == "with":
+            with_alignment(tasks + fit_only, model, everything, target)
+        results[variant] = {"network": network_cv(tasks, fit_only, cfg), "all_tasks": all_tasks_cv(tasks + fit_only, cfg)}
+        replays[variant] = search_replay(tasks, fit_only, cfg)
+        log(f"{variant} the vector fill: done")
+    write_json(args.out, {
+        "benchmark": "probe_vector_alignment", "date": time.strftime("%Y-%m-%d"), "machine": machine(),
+        "model_fingerprint": fingerprint, "split": "train", "ranker_input": REPRESENTATION, "centring": CENTRING,
+        "tasks": len(tasks), "fit_only_tasks": len(fit_only), "max_candidates_per_task": 64, **results,
+        "replay": {"per_round": 4, "rounds": 6, "adapt": "AdaptConfig()",
+                   "mean_best_ratio": {v: [float(x) for x in c.mean(0)] for v, c in replays.items()},
+                   "with_minus_without_mean_ci95": paired_difference(replays["with"], replays["without"])},
+        "seconds": round(time.perf_counter() - start, 1)})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
