@@ -102,17 +102,9 @@ def with_alignment(tasks, model, everything, target) -> None:
             t["ref"] = np.concatenate([t["ref"], vector_alignment(sfb.ints, sfb.numbers, sfb.lengths).mean(0)])
 
 
-def main(argv=None) -> int:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--data", default=str(ROOT / "data" / "dataset"))
-    p.add_argument("--fit-only-data", default=str(ROOT / "data" / "dataset_breadth"))
-    p.add_argument("--out", default=str(ROOT / "bench" / "results" / "probe_vector_alignment.json"))
-    args = p.parse_args(argv)
-
-    from adapt_sim import paired_difference
-    from checkpoint import write_json
-    from common import machine
-
+def training_setup(data: str, fit_only_data: str, with_fb: bool = False) -> dict:
+    """The shipped model and the probe's rows of every training task (zoo, then breadth), each with
+    its ``origin`` and its design-space reference (32 samples, as the shipped ranker's)."""
     from cwm.dataset.loader import DatasetLoader
     from cwm.dataset.union import open_datasets
     from cwm.model import default_model_dir
@@ -121,33 +113,56 @@ def main(argv=None) -> int:
     from cwm.model.probe_features import design_space_reference
     from cwm.model.world_model import WorldModel
 
-    start = time.perf_counter()
-    log = lambda m: print(f"{time.perf_counter() - start:6.0f} s  {m}", flush=True)  # noqa: E731
     model_dir = default_model_dir()
     model, fingerprint = WorldModel.load(model_dir), model_fingerprint(model_dir)
-    if model.alignment:
-        raise SystemExit(f"{model_dir} already reads the vector fill; this compares a model without it")
-    loader, cache = DatasetLoader(args.data), Path.home() / ".cache" / "cwm" / "probe"
-    tasks, fit_only = training_tasks(loader, model, [args.fit_only_data], cache, fingerprint, 64, 0, False,
-                                     lambda *_: None, with_fb=True)
-    everything = open_datasets([args.data, args.fit_only_data])
+    loader, cache = DatasetLoader(data), Path.home() / ".cache" / "cwm" / "probe"
+    tasks, fit_only = training_tasks(loader, model, [fit_only_data], cache, fingerprint, 64, 0, False,
+                                     lambda *_: None, with_fb=with_fb)
+    everything = open_datasets([data, fit_only_data])
     target = loader.store.manifest().get("target") or {"kind": "llvm"}
     for origin, group in (("zoo", tasks), ("breadth", fit_only)):
         for t in group:
             t["origin"] = origin
             t["ref"] = design_space_reference(everything, model, t["key"], target, cache, fingerprint, 32)
+    return {"model": model, "model_dir": model_dir, "fingerprint": fingerprint, "tasks": tasks,
+            "fit_only": fit_only, "everything": everything, "target": target}
+
+
+def training_arguments(argv, doc: str, result: str) -> argparse.Namespace:
+    """``--data``, ``--fit-only-data`` and ``--out`` (default ``bench/results/<result>``)."""
+    p = argparse.ArgumentParser(description=doc.splitlines()[0])
+    p.add_argument("--data", default=str(ROOT / "data" / "dataset"))
+    p.add_argument("--fit-only-data", default=str(ROOT / "data" / "dataset_breadth"))
+    p.add_argument("--out", default=str(ROOT / "bench" / "results" / result))
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = training_arguments(argv, __doc__, "probe_vector_alignment.json")
+
+    from adapt_sim import paired_difference
+    from checkpoint import write_json
+    from common import machine
+
+    start = time.perf_counter()
+    log = lambda m: print(f"{time.perf_counter() - start:6.0f} s  {m}", flush=True)  # noqa: E731
+    setup = training_setup(args.data, args.fit_only_data, with_fb=True)
+    model, tasks, fit_only = setup["model"], setup["tasks"], setup["fit_only"]
+    if model.alignment:
+        raise SystemExit(f"{setup['model_dir']} already reads the vector fill; this compares a model without it")
     log(f"{len(tasks)} zoo and {len(fit_only)} breadth training tasks")
     cfg, results, replays = model.ranker.cfg, {}, {}
     for variant in ("without", "with"):
         if variant == "with":
-            with_alignment(tasks + fit_only, model, everything, target)
+            with_alignment(tasks + fit_only, model, setup["everything"], setup["target"])
         results[variant] = {"network": network_cv(tasks, fit_only, cfg), "all_tasks": all_tasks_cv(tasks + fit_only, cfg)}
         replays[variant] = search_replay(tasks, fit_only, cfg)
         log(f"{variant} the vector fill: done")
     write_json(args.out, {
         "benchmark": "probe_vector_alignment", "date": time.strftime("%Y-%m-%d"), "machine": machine(),
-        "model_fingerprint": fingerprint, "split": "train", "ranker_input": REPRESENTATION, "centring": CENTRING,
-        "tasks": len(tasks), "fit_only_tasks": len(fit_only), "max_candidates_per_task": 64, **results,
+        "model_fingerprint": setup["fingerprint"], "split": "train", "ranker_input": REPRESENTATION,
+        "centring": CENTRING, "tasks": len(tasks), "fit_only_tasks": len(fit_only), "max_candidates_per_task": 64,
+        **results,
         "replay": {"per_round": 4, "rounds": 6, "adapt": "AdaptConfig()",
                    "mean_best_ratio": {v: [float(x) for x in c.mean(0)] for v, c in replays.items()},
                    "with_minus_without_mean_ci95": paired_difference(replays["with"], replays["without"])},
