@@ -68,14 +68,19 @@ def _sum(values) -> float:
     return acc
 
 
+def known_tilings(ints: np.ndarray, nums: np.ndarray, n: int) -> list[np.ndarray]:
+    """The factors of each sample-phase ``Split`` of one trace whose arity is in :data:`ARITIES` and
+    whose factors are all known (``> 0``), in trace order."""
+    kind, phase = ints[:n, COL["kind"]], ints[:n, COL["phase"]]
+    tilings = [_factors(ints[t], nums[t]) for t in np.nonzero((kind == _SPLIT) & (phase == 0))[0]]
+    return [f for f in tilings if len(f) in ARITIES and (f > 0).all()]
+
+
 def _one(ints: np.ndarray, nums: np.ndarray, n: int) -> list[float]:
     kind, phase = ints[:n, COL["kind"]], ints[:n, COL["phase"]]
     by_arity: dict[int, list[list[float]]] = {a: [] for a in ARITIES}
     extent, inner_share = 0.0, []
-    for t in np.nonzero((kind == _SPLIT) & (phase == 0))[0]:
-        f = _factors(ints[t], nums[t])
-        if len(f) not in by_arity or not (f > 0).all():
-            continue
+    for f in known_tilings(ints, nums, n):
         lf = [math.log2(float(x)) for x in f]  # libm's double log2, as the native core (not NumPy's SIMD)
         by_arity[len(f)].append(lf)
         extent += _sum(lf)

@@ -16,12 +16,13 @@ import numpy as np
 
 from cwm.actions.featurize import COL
 from cwm.actions.vocab import KIND_ID
+from cwm.model.trace_structure import known_tilings
 
 LANES = (8, 16)
 NAMES = tuple(f"{what}_{stat}{lanes}" for lanes in LANES for what in ("vector", "last_inner")
               for stat in ("fill", "whole"))
 
-_SPLIT, _FUSE, _VECTORIZE = KIND_ID["Split"], KIND_ID["Fuse"], KIND_ID["Vectorize"]
+_FUSE, _VECTORIZE = KIND_ID["Fuse"], KIND_ID["Vectorize"]
 _SPATIAL_ARITIES = (3, 4, 5)  # multi-level tiling's spatial splits (2 = a reduction loop's)
 
 
@@ -30,10 +31,8 @@ def _extents(ints: np.ndarray, nums: np.ndarray, n: int) -> tuple[int, int] | No
     tiled nest (no sample-phase split of arity >= 3 with every factor known)."""
     kind, phase = ints[:n, COL["kind"]], ints[:n, COL["phase"]]
     by_arity: dict[int, list[list[int]]] = {a: [] for a in _SPATIAL_ARITIES}
-    for t in np.nonzero((kind == _SPLIT) & (phase == 0))[0]:
-        k = min(int(ints[t, COL["n_numbers"]]), nums.shape[-1])
-        f = nums[t, 2:k]
-        if len(f) in by_arity and (f > 0).all():
+    for f in known_tilings(ints, nums, n):
+        if len(f) in by_arity:
             by_arity[len(f)].append([int(x) for x in f])
     arity = max((a for a in _SPATIAL_ARITIES if by_arity[a]), default=0)
     if not arity:
