@@ -36,14 +36,19 @@ def rows(task) -> np.ndarray:
     return representation(REPRESENTATION, task, None, CENTRING).astype(np.float32)
 
 
-def fit(tasks, cfg):
+def fit(tasks, cfg, transform=None, feature_weights=None):
+    """The ranker fitted on ``tasks``' rows, each passed through ``transform`` where given."""
     from cwm.model.ranker import Ranker
 
-    return Ranker(cfg).fit(np.concatenate([rows(t) for t in tasks]), np.concatenate([t["lat"] for t in tasks]),
-                           np.concatenate([np.full(len(t["lat"]), i) for i, t in enumerate(tasks)]))
+    transform = transform or (lambda x: x)
+    return Ranker(cfg).fit(np.concatenate([transform(rows(t)) for t in tasks]),
+                           np.concatenate([t["lat"] for t in tasks]),
+                           np.concatenate([np.full(len(t["lat"]), i) for i, t in enumerate(tasks)]), feature_weights)
 
 
-def network_cv(tasks, fit_only, cfg) -> dict:
+def network_cv(tasks, fit_only, cfg, variant=None) -> dict:
+    """Leave one network out, ranker seeds :data:`SEEDS`. ``variant(fitting tasks)`` (optional)
+    gives a fold's ``(transform of the rows, feature weights)``."""
     from cwm.model.metrics import summarize
     from cwm.model.probe import folds_of
 
@@ -51,9 +56,12 @@ def network_cv(tasks, fit_only, cfg) -> dict:
     for seed in SEEDS:
         scored = []
         for _, val_keys in folds_of(tasks, "network", 5, 0):
-            ranker = fit([t for t in tasks if t["key"] not in set(val_keys)] + fit_only,
-                         dataclasses.replace(cfg, seed=seed))
-            scored += [(t["lat"], ranker.predict(rows(t)), t["weight"]) for t in tasks if t["key"] in set(val_keys)]
+            fitting = [t for t in tasks if t["key"] not in set(val_keys)] + fit_only
+            transform, weights = variant(fitting) if variant else (None, None)
+            ranker = fit(fitting, dataclasses.replace(cfg, seed=seed), transform, weights)
+            transform = transform or (lambda x: x)
+            scored += [(t["lat"], ranker.predict(transform(rows(t))), t["weight"])
+                       for t in tasks if t["key"] in set(val_keys)]
         out[f"ranker_seed_{seed}"] = summarize(scored)
     return out
 
@@ -74,7 +82,9 @@ def all_tasks_cv(tasks, cfg) -> dict:
     return out
 
 
-def search_replay(tasks, fit_only, cfg) -> np.ndarray:
+def search_replay(tasks, fit_only, cfg, variant=None) -> np.ndarray:
+    """``[validated tasks, rounds]`` replay curves, the prior fitted out of network (``variant``:
+    as in :func:`network_cv`)."""
     from adapt_sim import replay
 
     from cwm.cost_model.cwm_model import AdaptConfig
@@ -82,24 +92,26 @@ def search_replay(tasks, fit_only, cfg) -> np.ndarray:
 
     curves = []
     for _, val_keys in folds_of(tasks, "network", 5, 0):
-        ranker = fit([t for t in tasks if t["key"] not in set(val_keys)] + fit_only, cfg)
+        fitting = [t for t in tasks if t["key"] not in set(val_keys)] + fit_only
+        transform, weights = variant(fitting) if variant else (None, None)
+        ranker = fit(fitting, cfg, transform, weights)
+        transform = transform or (lambda x: x)
         for t in tasks:
             if t["key"] in set(val_keys):
-                x = rows(t)
+                x = transform(rows(t))
                 curves.append(replay(t["lat"], x, np.asarray(ranker.predict(x), np.float64), AdaptConfig(), 4, 6))
     return np.asarray(curves)
 
 
-def with_alignment(tasks, model, everything, target) -> None:
-    """Append the 8 columns to every task's stats and its design-space reference, in place."""
-    from cwm.model.vector_alignment import vector_alignment
-
+def with_columns(tasks, model, everything, target, columns) -> None:
+    """Append ``columns(ints, numbers, lengths) -> [B, k]`` (a trace featurizer) to every task's
+    stats and to its design-space reference (the mean over the same 32 samples), in place."""
     for t in tasks:
         fb = t["fb"]
-        t["stats"] = np.concatenate([t["stats"], vector_alignment(fb.ints, fb.numbers, fb.lengths)], 1)
+        t["stats"] = np.concatenate([t["stats"], columns(fb.ints, fb.numbers, fb.lengths)], 1)
         if t["ref"] is not None:
             sfb = model.design_samples(everything.workload(t["key"]), target, 32, 0)
-            t["ref"] = np.concatenate([t["ref"], vector_alignment(sfb.ints, sfb.numbers, sfb.lengths).mean(0)])
+            t["ref"] = np.concatenate([t["ref"], columns(sfb.ints, sfb.numbers, sfb.lengths).mean(0)])
 
 
 def training_setup(data: str, fit_only_data: str, with_fb: bool = False) -> dict:
@@ -154,7 +166,9 @@ def main(argv=None) -> int:
     cfg, results, replays = model.ranker.cfg, {}, {}
     for variant in ("without", "with"):
         if variant == "with":
-            with_alignment(tasks + fit_only, model, setup["everything"], setup["target"])
+            from cwm.model.vector_alignment import vector_alignment
+
+            with_columns(tasks + fit_only, model, setup["everything"], setup["target"], vector_alignment)
         results[variant] = {"network": network_cv(tasks, fit_only, cfg), "all_tasks": all_tasks_cv(tasks + fit_only, cfg)}
         replays[variant] = search_replay(tasks, fit_only, cfg)
         log(f"{variant} the vector fill: done")

@@ -8,6 +8,7 @@
 
 #include "action_stats.h"
 #include "canonical.h"
+#include "compute_locations.h"
 #include "featurize.h"
 #include "forest.h"
 #include "trace_structure.h"
@@ -191,6 +192,10 @@ py::array_t<float> VectorAlignmentPy(const py::array& ints, const py::array& num
   return PerTraceStats(ints, nums, lengths, cwm::NumVectorAlignment(), cwm::VectorAlignment);
 }
 
+py::array_t<float> ComputeLocationsPy(const py::array& ints, const py::array& nums, const py::array& lengths) {
+  return PerTraceStats(ints, nums, lengths, cwm::NumComputeLocations(), cwm::ComputeLocations);
+}
+
 // The ranker's trees (forest.h); predict releases the GIL.
 class ForestPy {
  public:
@@ -247,6 +252,8 @@ PYBIND11_MODULE(_native, m) {
         "Loop-nest structure of action sequences (twin of cwm.model.trace_structure.structure_stats)");
   m.def("vector_alignment", &VectorAlignmentPy, py::arg("ints"), py::arg("numbers"), py::arg("lengths"),
         "Vector-register fill of action sequences (twin of cwm.model.vector_alignment.vector_alignment)");
+  m.def("compute_locations", &ComputeLocationsPy, py::arg("ints"), py::arg("numbers"), py::arg("lengths"),
+        "Compute-at locations of action sequences (twin of cwm.model.compute_locations.compute_locations)");
   py::class_<ForestPy>(m, "Forest")
       .def(py::init<py::bytes>(), py::arg("model_json"), "an XGBoost gbtree model as JSON bytes (save_raw('json'))")
       .def("predict", &ForestPy::Predict, py::arg("rows"), py::arg("num_threads") = 1,

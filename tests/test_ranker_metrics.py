@@ -121,3 +121,19 @@ def test_ranker_parallel_trees(tmp_path):
     del saved["parallel_trees"]
     (tmp_path / "old.json.config").write_text(json.dumps(saved))
     assert Ranker.load(str(tmp_path / "old.json")).cfg.parallel_trees == 1
+
+
+def test_ranker_feature_weights_steer_the_column_sampling():
+    """``feature_weights`` reach XGBoost's column sampling: a column of weight 0 is never split
+    on, even when it alone orders the candidates; without weights the trees split on it."""
+    rng = np.random.default_rng(0)
+    x = rng.random((240, 4)).astype(np.float32)
+    lat = np.exp(-3.0 * x[:, 0] + 0.1 * rng.random(240))  # column 0 orders the candidates
+    groups = np.repeat(np.arange(3), 80)
+    cfg = RankerConfig(n_estimators=10, n_jobs=1, parallel_trees=1, extra={"colsample_bynode": 0.5})
+
+    def split_columns(ranker):
+        return set(ranker.booster.get_score(importance_type="weight"))
+
+    assert "f0" in split_columns(Ranker(cfg).fit(x, lat, groups))
+    assert "f0" not in split_columns(Ranker(cfg).fit(x, lat, groups, np.array([0.0, 1.0, 1.0, 1.0])))

@@ -69,20 +69,27 @@ def test_native_twin_identical(trace_records):
         native.load().vector_alignment(fb.ints, fb.numbers, fb.lengths[:-1])
 
 
-def _aligned_model(directory, workload_mods, trace_records):
-    """The scorer fixture's encoder and transition with a ranker refitted (as the fixture's own) on
-    rows that hold the vector fill (``"vector_alignment": true``), saved and loaded back."""
+def fixture_tool():
+    """``tools/make_scorer_fixture.py`` as a module (its ``fit_tiny_ranker``)."""
     import importlib.util
 
-    from cwm.model.world_model import WorldModel
-    from tests.test_scorer_cli import FIXTURE, ROOT
+    from tests.test_scorer_cli import ROOT
 
     spec = importlib.util.spec_from_file_location("make_scorer_fixture", ROOT / "tools" / "make_scorer_fixture.py")
     tool = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tool)
+    return tool
+
+
+def _aligned_model(directory, workload_mods, trace_records):
+    """The scorer fixture's encoder and transition with a ranker refitted (as the fixture's own) on
+    rows that hold the vector fill (``"vector_alignment": true``), saved and loaded back."""
+    from cwm.model.world_model import WorldModel
+    from tests.test_scorer_cli import FIXTURE
+
     model = WorldModel.load(FIXTURE / "model")
     model.alignment = True
-    model.ranker = tool.fit_tiny_ranker(model, trace_records, workload_mods)
+    model.ranker = fixture_tool().fit_tiny_ranker(model, trace_records, workload_mods)
     model.save(directory)
     return WorldModel.load(directory)
 

@@ -14,7 +14,7 @@ manifest records the roots and their hash under ``ranker_refit``.
 
     python tools/refit_ranker.py python/cwm/default_model [--data data/dataset] [--grades 16 --exp-gain false]
         [--objective rank:pairwise] [--pair-top-k all] [--parallel-trees 4] [--extra-data data/dataset_breadth]
-        [--vector-alignment true]
+        [--vector-alignment true] [--compute-locations true]
 """
 from __future__ import annotations
 
@@ -66,6 +66,9 @@ def main(argv=None) -> int:
     ap.add_argument("--vector-alignment", choices=("true", "false"), default=None,
                     help="the rows also hold the vector-register fill of cwm.model.vector_alignment "
                          "(default: as saved); docs/decisions.md §66")
+    ap.add_argument("--compute-locations", choices=("true", "false"), default=None,
+                    help="the rows also hold each compute-at location of cwm.model.compute_locations "
+                         "(default: as saved); docs/decisions.md §67")
     ap.add_argument("--extra-data", action="append", default=[],
                     help="another dataset root whose training tasks the ranker is fitted on too (repeatable)")
     args = ap.parse_args(argv)
@@ -107,10 +110,13 @@ def main(argv=None) -> int:
         model.meta.update(centring_meta(args.centring))
     if args.vector_alignment is not None:
         model.alignment = args.vector_alignment == "true"
+    if args.compute_locations is not None:
+        model.locations = args.compute_locations == "true"
     if args.extra_data:
         loader = open_datasets([args.data, *args.extra_data])
     model.ranker = fit_ranker(model, loader, _training_trajectories(loader, seed), cfg)
-    features = "dz = z_T - z_0, action stats, trace structure, " + ("vector fill, " if model.alignment else "")
+    features = ("dz = z_T - z_0, action stats, trace structure, " + ("vector fill, " if model.alignment else "") +
+                ("compute-at locations, " if model.locations else ""))
     model.meta["ranker_refit"] = {"features": features + "hardware",
                                   "objective": cfg.objective, "grades": cfg.grades,
                                   "ndcg_exp_gain": cfg.ndcg_exp_gain, "pair_top_k": cfg.pair_top_k or "all",

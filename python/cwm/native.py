@@ -102,6 +102,11 @@ def vector_alignment(fb) -> np.ndarray:
     return load().vector_alignment(*_action_arrays(fb))
 
 
+def compute_locations(fb) -> np.ndarray:
+    """Native twin of :func:`cwm.model.compute_locations.compute_locations` for a :class:`FeatureBatch`."""
+    return load().compute_locations(*_action_arrays(fb))
+
+
 def sequence_stats(fb) -> np.ndarray:
     """Native twin of :func:`cwm.model.action_stats.sequence_stats` for a :class:`FeatureBatch`."""
     return load().sequence_stats(*_action_arrays(fb))

@@ -8,6 +8,7 @@
 #include "scorer/hardware.h"
 #include "scorer/json_util.h"
 #include "scorer/safetensors.h"
+#include "compute_locations.h"
 #include "trace_structure.h"
 #include "vector_alignment.h"
 #include "vocab.h"
@@ -88,14 +89,19 @@ ModelDir ReadModelDir(const std::string& dir) {
   if (names && names->is_array())
     for (const Json& n : names->items) out.feature_names.push_back(n.is_string() ? n.s : "");
   out.structure = version->i >= 4;
-  const Json* alignment = Find(m, "vector_alignment");  // absent in models saved before it existed
-  if (alignment && !alignment->is_bool())
-    throw ScorerError(manifest_path + ": vector_alignment must be a boolean");
-  out.alignment = alignment && alignment->b;
-  if (out.alignment && !out.structure)
-    throw ScorerError(manifest_path + ": the vector-register fill comes after the trace structure (model v4 and later)");
+  auto flag = [&](const char* name) {  // absent in models saved before the flag existed
+    const Json* f = Find(m, name);
+    if (f && !f->is_bool()) throw ScorerError(manifest_path + ": " + name + " must be a boolean");
+    return f && f->b;
+  };
+  out.alignment = flag("vector_alignment");
+  out.locations = flag("compute_locations");
+  if ((out.alignment || out.locations) && !out.structure)
+    throw ScorerError(manifest_path +
+                      ": the vector-register fill and the compute-at locations come after the trace structure "
+                      "(model v4 and later)");
   const size_t width = static_cast<size_t>(w.dim) + NumSequenceStats() + (out.structure ? NumStructureStats() : 0) +
-                       (out.alignment ? NumVectorAlignment() : 0) +
+                       (out.alignment ? NumVectorAlignment() : 0) + (out.locations ? NumComputeLocations() : 0) +
                        kNumHardwareFeatures;
   const Json* centring = Find(m, "centring");  // absent or null: the rows as they are
   out.centred = centring && centring->type == Json::Type::kObject;
@@ -108,7 +114,8 @@ ModelDir ReadModelDir(const std::string& dir) {
   if (!names_ok)
     throw ScorerError(manifest_path + ": feature_names do not match this scorer's features (" + std::to_string(width) +
                       " = dz0..dz" + std::to_string(w.dim - 1) + ", sequence stats, " +
-                      (out.structure ? "trace structure, " : "") + (out.alignment ? "vector fill, " : "") + "hardware" +
+                      (out.structure ? "trace structure, " : "") + (out.alignment ? "vector fill, " : "") +
+                      (out.locations ? "compute-at locations, " : "") + "hardware" +
                       (out.centred ? "; twice, the copy centred" : "") + ")");
 
   const std::string st_path = (fs::path(dir) / "transition.safetensors").string();

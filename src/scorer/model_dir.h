@@ -19,6 +19,7 @@ struct ModelDir {
   std::vector<std::string> feature_names;  // ranker feature names, from the manifest
   bool structure = true;                   // the features include the trace structure (v4)
   bool alignment = false;                  // ... and the vector-register fill (manifest "vector_alignment")
+  bool locations = false;                  // ... and each compute-at location (manifest "compute_locations")
   bool centred = false;                    // rows [x, x - reference] (manifest "centring"; cwm.model.centring)
   std::string ranker_path;                 // <dir>/ranker.json (XGBoost JSON model)
 };

@@ -73,8 +73,11 @@ class Ranker:
         self.booster = None
         self._forest = None
 
-    def fit(self, features: np.ndarray, latencies: np.ndarray, groups: np.ndarray) -> "Ranker":
-        """``groups[i]`` = task id of row ``i``; rows are reordered by group internally."""
+    def fit(self, features: np.ndarray, latencies: np.ndarray, groups: np.ndarray,
+            feature_weights: np.ndarray | None = None) -> "Ranker":
+        """``groups[i]`` = task id of row ``i``; rows are reordered by group internally.
+        ``feature_weights`` (one per column, XGBoost's): how likely each column is drawn by the
+        column subsampling (``colsample_*``); None draws them alike."""
         import xgboost as xgb
 
         order = np.argsort(groups, kind="stable")
@@ -87,6 +90,8 @@ class Ranker:
         top_k = int(sizes.max()) if self.cfg.pair_top_k is None else self.cfg.pair_top_k
         dtrain = xgb.DMatrix(np.asarray(features, np.float32)[order], label=labels)
         dtrain.set_group(sizes)  # g is sorted, so groups are contiguous in np.unique order
+        if feature_weights is not None:
+            dtrain.set_info(feature_weights=np.asarray(feature_weights, np.float32))
         params = {"objective": self.cfg.objective, "max_depth": self.cfg.max_depth, "eta": self.cfg.learning_rate,
                   "subsample": self.cfg.subsample, "colsample_bytree": self.cfg.colsample_bytree,
                   "seed": self.cfg.seed, "nthread": self.cfg.n_jobs, "eval_metric": "ndcg@10",
