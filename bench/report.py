@@ -537,6 +537,12 @@ TABLES = (("ranking.json", ranking_table), ("probe_centring_design_space.json", 
           ("probe_network_rank.json", rank_transition_table), ("probe_network_state_h256.json", state_transition_table),
           ("probe.json", probe_table), ("corpus_breadth.json", corpus_breadth_table),
           ("transition_corpus.json", transition_corpus_table),
+          ("search_locations.json", captioned(search_table, "CWM whose ranker also reads each compute-at "
+                                               "location in trace order (decision 67, chosen on the training "
+                                               "tasks) at its default search over 5 seeds, and sample efficiency "
+                                               "on 3 tasks (issue #12). The `xgb` and `xgb_pretrained` runs are "
+                                               "those of `search_centred.json` (this host kind), re-measured "
+                                               "together with the new `cwm` runs")),
           ("search_centred.json", captioned(search_table, "CWM with the centred ranker (decision 62: each row "
                                              "beside the row less the mean of 32 design-space samples of its task) "
                                              "at its default search over 5 seeds, and sample efficiency on 3 tasks (issue #12). "

@@ -92,15 +92,7 @@ def test_a_non_boolean_flag_is_refused(tmp_path):
 
 
 def test_cli_matches_python_on_a_model_with_the_locations(workload_mods, trace_records, tmp_path):
-    import subprocess
+    from tests.test_vector_alignment import assert_cli_scores_the_flagged_model
 
-    from tests.test_scorer_cli import CLI, FIXTURE, _with_manifest, assert_cli_matches_python
-
-    if not CLI.is_file():
-        pytest.skip(f"{CLI} is not built (cmake --build build/cmake)")
-    model = _model_with_locations(tmp_path / "model", workload_mods, trace_records)
-    assert_cli_matches_python(tmp_path / "model", model, workload_mods, tmp_path / "scores.jsonl")
-    bad = _with_manifest(tmp_path / "model", tmp_path / "bad", compute_locations=1)
-    proc = subprocess.run([str(CLI), str(bad), str(FIXTURE / "input.jsonl")], capture_output=True, text=True,
-                          timeout=120)
-    assert proc.returncode != 0 and "compute_locations must be a boolean" in proc.stderr
+    assert_cli_scores_the_flagged_model(_model_with_locations, "compute_locations", workload_mods, trace_records,
+                                        tmp_path)

@@ -119,16 +119,22 @@ def test_a_non_boolean_flag_is_refused(tmp_path):
         WorldModel.load(plain)
 
 
-def test_cli_matches_python_on_a_model_with_the_vector_fill(workload_mods, trace_records, tmp_path):
+def assert_cli_scores_the_flagged_model(make_model, flag: str, workload_mods, trace_records, tmp_path):
+    """``cwm_score`` scores the model ``make_model(directory, workload_mods, trace_records)`` saves
+    exactly as Python does, and refuses it with a non-boolean manifest ``flag``."""
     import subprocess
 
     from tests.test_scorer_cli import CLI, FIXTURE, _with_manifest, assert_cli_matches_python
 
     if not CLI.is_file():
         pytest.skip(f"{CLI} is not built (cmake --build build/cmake)")
-    model = _aligned_model(tmp_path / "model", workload_mods, trace_records)
+    model = make_model(tmp_path / "model", workload_mods, trace_records)
     assert_cli_matches_python(tmp_path / "model", model, workload_mods, tmp_path / "scores.jsonl")
-    bad = _with_manifest(tmp_path / "model", tmp_path / "bad", vector_alignment=1)
+    bad = _with_manifest(tmp_path / "model", tmp_path / "bad", **{flag: 1})
     proc = subprocess.run([str(CLI), str(bad), str(FIXTURE / "input.jsonl")], capture_output=True, text=True,
                           timeout=120)
-    assert proc.returncode != 0 and "vector_alignment must be a boolean" in proc.stderr
+    assert proc.returncode != 0 and f"{flag} must be a boolean" in proc.stderr
+
+
+def test_cli_matches_python_on_a_model_with_the_vector_fill(workload_mods, trace_records, tmp_path):
+    assert_cli_scores_the_flagged_model(_aligned_model, "vector_alignment", workload_mods, trace_records, tmp_path)
