@@ -74,11 +74,7 @@ def main(argv=None) -> int:
 
     from vector_alignment import network_cv, search_replay, training_arguments, training_setup
 
-    argv = list(sys.argv[1:] if argv is None else argv)
-    lists = {a.partition("=")[0]: a.partition("=")[2].split(",") for a in argv
-             if a.startswith(("--variants=", "--replay="))}
-    args = training_arguments([a for a in argv if not a.startswith(("--variants=", "--replay="))], __doc__,
-                              "probe_rollout_regularization.json")
+    args = training_arguments(argv, __doc__, "probe_rollout_regularization.json", ("variants", "replay"))
     from adapt_sim import paired_difference
     from checkpoint import write_json
     from common import machine
@@ -112,13 +108,13 @@ def main(argv=None) -> int:
             "replay": {"per_round": 4, "rounds": 6, "adapt": "AdaptConfig()", **replay}, "replay_curves": curves,
             "seconds": round(done.get("seconds", 0) + time.perf_counter() - start, 1)})
 
-    for name in [n for n in lists.get("--variants", table) if n not in results]:
+    for name in [n for n in args.variants or table if n not in results]:
         cfg, variant = table[name]
         results[name] = network_cv(tasks, fit_only, cfg, variant)
         log(f"{name}: " + " ".join(f"{m['top1']:.3f}/{m['top1_task_mean']:.3f}/{m['pairwise_acc']:.4f}"
                                    for m in results[name].values()))
         save()
-    for name in [n for n in lists.get("--replay", REPLAYED) if n not in curves]:
+    for name in [n for n in args.replay or REPLAYED if n not in curves]:
         cfg, variant = table[name]
         curves[name] = search_replay(tasks, fit_only, cfg, variant).tolist()
         log(f"{name} replayed: " + " ".join(f"{x:.3f}" for x in np.mean(curves[name], 0)))

@@ -140,12 +140,15 @@ def training_setup(data: str, fit_only_data: str, with_fb: bool = False) -> dict
             "fit_only": fit_only, "everything": everything, "target": target}
 
 
-def training_arguments(argv, doc: str, result: str) -> argparse.Namespace:
-    """``--data``, ``--fit-only-data`` and ``--out`` (default ``bench/results/<result>``)."""
+def training_arguments(argv, doc: str, result: str, lists: tuple[str, ...] = ()) -> argparse.Namespace:
+    """``--data``, ``--fit-only-data``, ``--out`` (default ``bench/results/<result>``) and, for each
+    name of ``lists``, ``--<name> a,b`` (a list of names; None when not given)."""
     p = argparse.ArgumentParser(description=doc.splitlines()[0])
     p.add_argument("--data", default=str(ROOT / "data" / "dataset"))
     p.add_argument("--fit-only-data", default=str(ROOT / "data" / "dataset_breadth"))
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / result))
+    for name in lists:
+        p.add_argument(f"--{name}", type=lambda v: v.split(","), default=None)
     return p.parse_args(argv)
 
 

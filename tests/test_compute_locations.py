@@ -52,17 +52,10 @@ def test_native_twin_identical(trace_records):
 
 
 def _model_with_locations(directory, workload_mods, trace_records):
-    """The scorer fixture's encoder and transition with a ranker refitted (as the fixture's own) on
-    rows that hold the compute-at locations (``"compute_locations": true``), saved and loaded back."""
-    from cwm.model.world_model import WorldModel
-    from tests.test_scorer_cli import FIXTURE
-    from tests.test_vector_alignment import fixture_tool
+    """The fixture model with the compute-at locations (``"compute_locations": true``)."""
+    from tests.test_vector_alignment import flagged_fixture_model
 
-    model = WorldModel.load(FIXTURE / "model")
-    model.locations = True
-    model.ranker = fixture_tool().fit_tiny_ranker(model, trace_records, workload_mods)
-    model.save(directory)
-    return WorldModel.load(directory)
+    return flagged_fixture_model("locations", directory, workload_mods, trace_records)
 
 
 def test_a_model_with_the_locations_saves_loads_and_scores(workload_mods, trace_records, tmp_path):
@@ -80,15 +73,9 @@ def test_a_model_with_the_locations_saves_loads_and_scores(workload_mods, trace_
 
 
 def test_a_non_boolean_flag_is_refused(tmp_path):
-    from cwm.model.world_model import WorldModel
-    from tests.test_scorer_cli import FIXTURE, _with_manifest
+    from tests.test_vector_alignment import assert_python_refuses_the_flag
 
-    bad = _with_manifest(FIXTURE / "model", tmp_path / "bad", compute_locations="yes")
-    with pytest.raises(ValueError, match="compute_locations must be true or false"):
-        WorldModel.load(bad)
-    plain = _with_manifest(FIXTURE / "model", tmp_path / "plain", compute_locations=True)  # names lack them
-    with pytest.raises(ValueError, match="feature_names are not"):
-        WorldModel.load(plain)
+    assert_python_refuses_the_flag("compute_locations", tmp_path)
 
 
 def test_cli_matches_python_on_a_model_with_the_locations(workload_mods, trace_records, tmp_path):

@@ -81,17 +81,22 @@ def fixture_tool():
     return tool
 
 
-def _aligned_model(directory, workload_mods, trace_records):
-    """The scorer fixture's encoder and transition with a ranker refitted (as the fixture's own) on
-    rows that hold the vector fill (``"vector_alignment": true``), saved and loaded back."""
+def flagged_fixture_model(attribute: str, directory, workload_mods, trace_records):
+    """The scorer fixture's encoder and transition with ``WorldModel.<attribute>`` set and a ranker
+    refitted (as the fixture's own) on the rows that adds, saved and loaded back."""
     from cwm.model.world_model import WorldModel
     from tests.test_scorer_cli import FIXTURE
 
     model = WorldModel.load(FIXTURE / "model")
-    model.alignment = True
+    setattr(model, attribute, True)
     model.ranker = fixture_tool().fit_tiny_ranker(model, trace_records, workload_mods)
     model.save(directory)
     return WorldModel.load(directory)
+
+
+def _aligned_model(directory, workload_mods, trace_records):
+    """The fixture model with the vector fill (``"vector_alignment": true``)."""
+    return flagged_fixture_model("alignment", directory, workload_mods, trace_records)
 
 
 def test_a_model_with_the_vector_fill_saves_loads_and_scores(workload_mods, trace_records, tmp_path):
@@ -107,16 +112,22 @@ def test_a_model_with_the_vector_fill_saves_loads_and_scores(workload_mods, trac
     assert columns & set(used), "the tiny ranker must split on the fill for the parity test to cover it"
 
 
-def test_a_non_boolean_flag_is_refused(tmp_path):
+def assert_python_refuses_the_flag(flag: str, tmp_path):
+    """``WorldModel.load`` refuses a non-boolean manifest ``flag``, and a true one on the fixture's
+    manifest, whose feature names lack the columns it adds."""
     from cwm.model.world_model import WorldModel
     from tests.test_scorer_cli import FIXTURE, _with_manifest
 
-    bad = _with_manifest(FIXTURE / "model", tmp_path / "bad", vector_alignment="yes")
-    with pytest.raises(ValueError, match="vector_alignment must be true or false"):
+    bad = _with_manifest(FIXTURE / "model", tmp_path / "bad", **{flag: "yes"})
+    with pytest.raises(ValueError, match=f"{flag} must be true or false"):
         WorldModel.load(bad)
-    plain = _with_manifest(FIXTURE / "model", tmp_path / "plain", vector_alignment=True)  # names lack the fill
+    plain = _with_manifest(FIXTURE / "model", tmp_path / "plain", **{flag: True})
     with pytest.raises(ValueError, match="feature_names are not"):
         WorldModel.load(plain)
+
+
+def test_a_non_boolean_flag_is_refused(tmp_path):
+    assert_python_refuses_the_flag("vector_alignment", tmp_path)
 
 
 def assert_cli_scores_the_flagged_model(make_model, flag: str, workload_mods, trace_records, tmp_path):

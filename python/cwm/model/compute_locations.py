@@ -14,14 +14,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from cwm.actions.featurize import COL
-from cwm.actions.vocab import KIND_ID
+from cwm.model.trace_structure import compute_at_locations
 
 POSITIONS = 6
 NONE = -3.0  # no compute-at at that position (-1 is the root, -2 inlined)
 NAMES = tuple(f"compute_at_loc{i}" for i in range(POSITIONS))
-
-_COMPUTE_AT = (KIND_ID["ComputeAt"], KIND_ID["ReverseComputeAt"])
 
 
 def compute_locations(ints: np.ndarray, numbers: np.ndarray, lengths: np.ndarray) -> np.ndarray:
@@ -31,6 +28,6 @@ def compute_locations(ints: np.ndarray, numbers: np.ndarray, lengths: np.ndarray
     out = np.full((ints.shape[0], POSITIONS), NONE, np.float32)
     for i in range(ints.shape[0]):
         n = max(0, min(int(lengths[i]), ints.shape[1]))
-        locations = [numbers[i, t, 2] for t in range(n) if ints[i, t, COL["kind"]] in _COMPUTE_AT][:POSITIONS]
+        locations = compute_at_locations(ints[i], numbers[i], n)[:POSITIONS]
         out[i, :len(locations)] = locations
     return out

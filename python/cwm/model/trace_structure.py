@@ -76,6 +76,12 @@ def known_tilings(ints: np.ndarray, nums: np.ndarray, n: int) -> list[np.ndarray
     return [f for f in tilings if len(f) in ARITIES and (f > 0).all()]
 
 
+def compute_at_locations(ints: np.ndarray, nums: np.ndarray, n: int) -> list[float]:
+    """The location of each ``ComputeAt`` / ``ReverseComputeAt`` of one trace, in trace order."""
+    kind = ints[:n, COL["kind"]]
+    return [float(nums[t, 2]) for t in range(n) if kind[t] in _COMPUTE_AT]
+
+
 def _one(ints: np.ndarray, nums: np.ndarray, n: int) -> list[float]:
     kind, phase = ints[:n, COL["kind"]], ints[:n, COL["phase"]]
     by_arity: dict[int, list[list[float]]] = {a: [] for a in ARITIES}
@@ -99,7 +105,7 @@ def _one(ints: np.ndarray, nums: np.ndarray, n: int) -> list[float]:
             f = _factors(ints[t], nums[t])
             f = f[f > 0]
             pp_splits.append(max(math.log2(float(x)) for x in f) if len(f) else 0.0)
-    locations = [float(nums[t, 2]) for t in range(n) if kind[t] in _COMPUTE_AT]
+    locations = compute_at_locations(ints, nums, n)
     out += [extent, _sum(inner_share) / len(inner_share) if inner_share else 0.0,
             len(parallel), max(parallel, default=0), sum(parallel), len(vector), max(vector, default=0),
             len(pp_splits), max(pp_splits, default=0.0),
