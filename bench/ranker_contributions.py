@@ -34,7 +34,7 @@ def main(argv=None) -> int:
     start = time.perf_counter()
     setup = training_setup(args.data, args.fit_only_data)
     model, fingerprint, tasks, fit_only = setup["model"], setup["fingerprint"], setup["tasks"], setup["fit_only"]
-    names = feature_names(model.tcfg.dim, model.structure, bool(model.centring), model.alignment)
+    names = feature_names(model.tcfg.dim, model.structure, bool(model.centring), model.columns)
     rollout = np.array([n.startswith(("dz", "c_dz")) for n in names])
     wrong, magnitude = [], []
     for fold, val_keys in folds_of(tasks, "network", 5, 0):

@@ -85,7 +85,7 @@ def main(argv=None) -> int:
     log = lambda m: print(f"{time.perf_counter() - start:6.0f} s  {m}", flush=True)  # noqa: E731
     setup = training_setup(args.data, args.fit_only_data)
     model, tasks, fit_only = setup["model"], setup["tasks"], setup["fit_only"]
-    names = feature_names(model.tcfg.dim, model.structure, bool(model.centring), model.alignment)
+    names = feature_names(model.tcfg.dim, model.structure, bool(model.centring), model.columns)
     table = variants(names, model.ranker.cfg)
     log(f"{len(tasks)} zoo and {len(fit_only)} breadth training tasks, {len(names)} columns")
     done = json.loads(Path(args.out).read_text()) if Path(args.out).exists() else {}

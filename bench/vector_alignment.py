@@ -163,7 +163,7 @@ def main(argv=None) -> int:
     log = lambda m: print(f"{time.perf_counter() - start:6.0f} s  {m}", flush=True)  # noqa: E731
     setup = training_setup(args.data, args.fit_only_data, with_fb=True)
     model, tasks, fit_only = setup["model"], setup["tasks"], setup["fit_only"]
-    if model.alignment:
+    if "vector_alignment" in model.columns:
         raise SystemExit(f"{setup['model_dir']} already reads the vector fill; this compares a model without it")
     log(f"{len(tasks)} zoo and {len(fit_only)} breadth training tasks")
     cfg, results, replays = model.ranker.cfg, {}, {}

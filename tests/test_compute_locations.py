@@ -55,7 +55,7 @@ def _model_with_locations(directory, workload_mods, trace_records):
     """The fixture model with the compute-at locations (``"compute_locations": true``)."""
     from tests.test_vector_alignment import flagged_fixture_model
 
-    return flagged_fixture_model("locations", directory, workload_mods, trace_records)
+    return flagged_fixture_model("compute_locations", directory, workload_mods, trace_records)
 
 
 def test_a_model_with_the_locations_saves_loads_and_scores(workload_mods, trace_records, tmp_path):
@@ -63,9 +63,9 @@ def test_a_model_with_the_locations_saves_loads_and_scores(workload_mods, trace_
 
     model = _model_with_locations(tmp_path / "model", workload_mods, trace_records)
     manifest = json.loads((tmp_path / "model" / "manifest.json").read_text())
-    assert model.locations and not model.alignment and manifest["compute_locations"] is True
+    assert model.columns == ("compute_locations",) and manifest["compute_locations"] is True
     assert "compute_locations" not in model.meta and "vector_alignment" not in manifest
-    assert manifest["feature_names"] == feature_names(model.tcfg.dim, True, False, False, True)
+    assert manifest["feature_names"] == feature_names(model.tcfg.dim, True, False, ("compute_locations",))
     assert manifest["feature_names"][-5 - POSITIONS:-5] == list(NAMES)  # before the hardware features
     used = model.ranker.booster.get_score(importance_type="weight")
     columns = {f"f{manifest['feature_names'].index(n)}" for n in NAMES}

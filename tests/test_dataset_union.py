@@ -101,15 +101,10 @@ def test_probe_fit_only_root_joins_fitting_never_validation(tiny_dataset, tiny_m
 def test_refit_ranker_on_extra_roots(tiny_dataset, tiny_model_dir, tmp_path):
     """``tools/refit_ranker.py --extra-data``: the ranker is fitted on both roots' training tasks,
     the check of ``--data`` against the model's training data still holds, the manifest says so."""
-    import importlib.util
-    from pathlib import Path
-
     from cwm.dataset.loader import DatasetLoader
+    from tests.tool_modules import tool
 
-    spec = importlib.util.spec_from_file_location(
-        "refit_ranker", Path(__file__).resolve().parents[1] / "tools" / "refit_ranker.py")
-    refit = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(refit)
+    refit = tool("refit_ranker")
     model = tmp_path / "model"
     shutil.copytree(tiny_model_dir, model)
     breadth = _copy_all_train(tiny_dataset, tmp_path / "breadth")

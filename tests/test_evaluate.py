@@ -68,18 +68,15 @@ def test_states_encoded_elsewhere_fill_the_cache(tiny_dataset, tiny_model_dir, t
     import gives the cache files ``cwm eval`` reads, so its ``static_final`` row encodes nothing;
     a bundle whose check states disagree with the encoder, or another encoder, writes nothing."""
     import gzip
-    import importlib.util
     import json
     import shutil
-    from pathlib import Path
 
     from cwm.model import state_cache
     from cwm.model.evaluate import evaluate
 
-    spec = importlib.util.spec_from_file_location(
-        "encode_states_elsewhere", Path(__file__).resolve().parents[1] / "tools" / "encode_states_elsewhere.py")
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
+    from tests.tool_modules import tool as tool_module
+
+    tool = tool_module("encode_states_elsewhere")
     cache, bundle, archive = tmp_path / "states", tmp_path / "texts.jsonl.gz", tmp_path / "states.npz"
     tool.main(["export", "--data", str(tiny_dataset), "--model", str(tiny_model_dir), "--out", str(bundle),
                "--state-cache", str(cache), "--check-states", "3"])

@@ -69,34 +69,25 @@ def test_native_twin_identical(trace_records):
         native.load().vector_alignment(fb.ints, fb.numbers, fb.lengths[:-1])
 
 
-def fixture_tool():
-    """``tools/make_scorer_fixture.py`` as a module (its ``fit_tiny_ranker``)."""
-    import importlib.util
-
-    from tests.test_scorer_cli import ROOT
-
-    spec = importlib.util.spec_from_file_location("make_scorer_fixture", ROOT / "tools" / "make_scorer_fixture.py")
-    tool = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(tool)
-    return tool
-
-
-def flagged_fixture_model(attribute: str, directory, workload_mods, trace_records):
-    """The scorer fixture's encoder and transition with ``WorldModel.<attribute>`` set and a ranker
+def flagged_fixture_model(family, directory, workload_mods, trace_records):
+    """The scorer fixture's encoder and transition taking the trace-column ``family`` (a name or
+    several) and a ranker
     refitted (as the fixture's own) on the rows that adds, saved and loaded back."""
     from cwm.model.world_model import WorldModel
     from tests.test_scorer_cli import FIXTURE
 
     model = WorldModel.load(FIXTURE / "model")
-    setattr(model, attribute, True)
-    model.ranker = fixture_tool().fit_tiny_ranker(model, trace_records, workload_mods)
+    model.columns = (family,) if isinstance(family, str) else tuple(family)
+    from tests.tool_modules import tool
+
+    model.ranker = tool("make_scorer_fixture").fit_tiny_ranker(model, trace_records, workload_mods)
     model.save(directory)
     return WorldModel.load(directory)
 
 
 def _aligned_model(directory, workload_mods, trace_records):
     """The fixture model with the vector fill (``"vector_alignment": true``)."""
-    return flagged_fixture_model("alignment", directory, workload_mods, trace_records)
+    return flagged_fixture_model("vector_alignment", directory, workload_mods, trace_records)
 
 
 def test_a_model_with_the_vector_fill_saves_loads_and_scores(workload_mods, trace_records, tmp_path):
@@ -104,8 +95,8 @@ def test_a_model_with_the_vector_fill_saves_loads_and_scores(workload_mods, trac
 
     model = _aligned_model(tmp_path / "model", workload_mods, trace_records)
     manifest = json.loads((tmp_path / "model" / "manifest.json").read_text())
-    assert model.alignment and manifest["vector_alignment"] is True and "vector_alignment" not in model.meta
-    assert manifest["feature_names"] == feature_names(model.tcfg.dim, True, False, True)
+    assert model.columns == ("vector_alignment",) and manifest["vector_alignment"] is True and "vector_alignment" not in model.meta
+    assert manifest["feature_names"] == feature_names(model.tcfg.dim, True, False, ("vector_alignment",))
     assert set(NAMES) <= set(manifest["feature_names"]) and manifest["feature_names"][-5:] == feature_names(16)[-5:]
     used = model.ranker.booster.get_score(importance_type="weight")
     columns = {f"f{manifest['feature_names'].index(n)}" for n in NAMES}

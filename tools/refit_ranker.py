@@ -45,6 +45,8 @@ def replace_transition(model, source: Path) -> None:
 
 
 def main(argv=None) -> int:
+    from cwm.model import trace_columns
+
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("model_dir")
     ap.add_argument("--data", default="data/dataset")
@@ -63,12 +65,10 @@ def main(argv=None) -> int:
     ap.add_argument("--centring", type=int, default=None, metavar="SAMPLES",
                     help="rows beside the rows less the mean row of SAMPLES seeded design-space samples of the task "
                          "(0: the rows alone; default: as saved); docs/decisions.md §62")
-    ap.add_argument("--vector-alignment", choices=("true", "false"), default=None,
-                    help="the rows also hold the vector-register fill of cwm.model.vector_alignment "
-                         "(default: as saved); docs/decisions.md §66")
-    ap.add_argument("--compute-locations", choices=("true", "false"), default=None,
-                    help="the rows also hold each compute-at location of cwm.model.compute_locations "
-                         "(default: as saved); docs/decisions.md §67")
+    for family in trace_columns.FAMILIES:
+        ap.add_argument("--" + family.replace("_", "-"), choices=("true", "false"), default=None,
+                        help=f"the rows also hold the columns of cwm.model.{family} (default: as saved); "
+                             "cwm.model.trace_columns")
     ap.add_argument("--extra-data", action="append", default=[],
                     help="another dataset root whose training tasks the ranker is fitted on too (repeatable)")
     args = ap.parse_args(argv)
@@ -108,15 +108,13 @@ def main(argv=None) -> int:
 
         model.meta.pop("centring", None)
         model.meta.update(centring_meta(args.centring))
-    if args.vector_alignment is not None:
-        model.alignment = args.vector_alignment == "true"
-    if args.compute_locations is not None:
-        model.locations = args.compute_locations == "true"
+    chosen = {family: getattr(args, family) for family in trace_columns.FAMILIES if getattr(args, family) is not None}
+    model.columns = trace_columns.ordered([f for f in trace_columns.FAMILIES
+                                           if chosen.get(f, "true" if f in model.columns else "false") == "true"])
     if args.extra_data:
         loader = open_datasets([args.data, *args.extra_data])
     model.ranker = fit_ranker(model, loader, _training_trajectories(loader, seed), cfg)
-    features = ("dz = z_T - z_0, action stats, trace structure, " + ("vector fill, " if model.alignment else "") +
-                ("compute-at locations, " if model.locations else ""))
+    features = "dz = z_T - z_0, action stats, trace structure, " + "".join(f"{f}, " for f in model.columns)
     model.meta["ranker_refit"] = {"features": features + "hardware",
                                   "objective": cfg.objective, "grades": cfg.grades,
                                   "ndcg_exp_gain": cfg.ndcg_exp_gain, "pair_top_k": cfg.pair_top_k or "all",

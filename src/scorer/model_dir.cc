@@ -8,9 +8,8 @@
 #include "scorer/hardware.h"
 #include "scorer/json_util.h"
 #include "scorer/safetensors.h"
-#include "compute_locations.h"
+#include "scorer/trace_columns.h"
 #include "trace_structure.h"
-#include "vector_alignment.h"
 #include "vocab.h"
 
 namespace cwm {
@@ -94,15 +93,18 @@ ModelDir ReadModelDir(const std::string& dir) {
     if (f && !f->is_bool()) throw ScorerError(manifest_path + ": " + name + " must be a boolean");
     return f && f->b;
   };
-  out.alignment = flag("vector_alignment");
-  out.locations = flag("compute_locations");
-  if ((out.alignment || out.locations) && !out.structure)
-    throw ScorerError(manifest_path +
-                      ": the vector-register fill and the compute-at locations come after the trace structure "
-                      "(model v4 and later)");
-  const size_t width = static_cast<size_t>(w.dim) + NumSequenceStats() + (out.structure ? NumStructureStats() : 0) +
-                       (out.alignment ? NumVectorAlignment() : 0) + (out.locations ? NumComputeLocations() : 0) +
-                       kNumHardwareFeatures;
+  size_t width = static_cast<size_t>(w.dim) + NumSequenceStats() + (out.structure ? NumStructureStats() : 0) +
+                 kNumHardwareFeatures;
+  std::string families;
+  for (const TraceColumnFamily& family : TraceColumnFamilies()) {
+    if (!flag(family.flag)) continue;
+    if (!out.structure)
+      throw ScorerError(manifest_path + ": " + family.flag +
+                        " comes after the trace structure (model v4 and later)");
+    out.columns.push_back(&family);
+    width += static_cast<size_t>(family.width());
+    families += std::string(family.flag) + ", ";
+  }
   const Json* centring = Find(m, "centring");  // absent or null: the rows as they are
   out.centred = centring && centring->type == Json::Type::kObject;
   bool names_ok = out.feature_names.size() == (out.centred ? 2 : 1) * width;
@@ -114,8 +116,7 @@ ModelDir ReadModelDir(const std::string& dir) {
   if (!names_ok)
     throw ScorerError(manifest_path + ": feature_names do not match this scorer's features (" + std::to_string(width) +
                       " = dz0..dz" + std::to_string(w.dim - 1) + ", sequence stats, " +
-                      (out.structure ? "trace structure, " : "") + (out.alignment ? "vector fill, " : "") +
-                      (out.locations ? "compute-at locations, " : "") + "hardware" +
+                      (out.structure ? "trace structure, " : "") + families + "hardware" +
                       (out.centred ? "; twice, the copy centred" : "") + ")");
 
   const std::string st_path = (fs::path(dir) / "transition.safetensors").string();

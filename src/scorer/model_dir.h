@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "scorer/trace_columns.h"
 #include "transition.h"
 
 namespace cwm {
@@ -18,8 +19,7 @@ struct ModelDir {
   TransitionWeights transition;            // TransH weights (transition.safetensors) + config
   std::vector<std::string> feature_names;  // ranker feature names, from the manifest
   bool structure = true;                   // the features include the trace structure (v4)
-  bool alignment = false;                  // ... and the vector-register fill (manifest "vector_alignment")
-  bool locations = false;                  // ... and each compute-at location (manifest "compute_locations")
+  std::vector<const TraceColumnFamily*> columns;  // ... and these families (manifest flags), in row order
   bool centred = false;                    // rows [x, x - reference] (manifest "centring"; cwm.model.centring)
   std::string ranker_path;                 // <dir>/ranker.json (XGBoost JSON model)
 };

@@ -3,11 +3,10 @@
 #include <algorithm>
 
 #include "action_stats.h"
-#include "compute_locations.h"
 #include "featurize.h"
 #include "scorer/error.h"
+#include "scorer/trace_columns.h"
 #include "trace_structure.h"
-#include "vector_alignment.h"
 
 namespace cwm {
 
@@ -37,8 +36,7 @@ std::vector<float> Scorer::Features(const std::vector<float>& z0, const Hardware
     throw ScorerError(e.what());
   }
   const int B = fb.batch, T = fb.max_len, S = NumSequenceStats(), F = num_features();
-  const int P = model_.structure ? NumStructureStats() : 0, V = model_.alignment ? NumVectorAlignment() : 0;
-  const int L = model_.locations ? NumComputeLocations() : 0;
+  const int P = model_.structure ? NumStructureStats() : 0;
   std::vector<float> z(static_cast<size_t>(B) * D), zt(static_cast<size_t>(B) * D);
   for (int b = 0; b < B; ++b) std::copy(z0.begin(), z0.end(), z.begin() + static_cast<size_t>(b) * D);
   {
@@ -50,10 +48,11 @@ std::vector<float> Scorer::Features(const std::vector<float>& z0, const Hardware
   SequenceStats(fb.ints.data(), fb.numbers.data(), fb.lengths.data(), B, T, stats.data());
   std::vector<float> structure(static_cast<size_t>(B) * P);
   if (P) StructureStats(fb.ints.data(), fb.numbers.data(), fb.lengths.data(), B, T, structure.data());
-  std::vector<float> fill(static_cast<size_t>(B) * V);
-  if (V) VectorAlignment(fb.ints.data(), fb.numbers.data(), fb.lengths.data(), B, T, fill.data());
-  std::vector<float> locations(static_cast<size_t>(B) * L);
-  if (L) ComputeLocations(fb.ints.data(), fb.numbers.data(), fb.lengths.data(), B, T, locations.data());
+  std::vector<std::vector<float>> columns;  // one [B, width] block per family the model takes
+  for (const TraceColumnFamily* family : model_.columns) {
+    columns.emplace_back(static_cast<size_t>(B) * family->width());
+    family->fill(fb.ints.data(), fb.numbers.data(), fb.lengths.data(), B, T, columns.back().data());
+  }
   std::vector<float> x(static_cast<size_t>(B) * F);
   for (int b = 0; b < B; ++b) {
     float* row = &x[static_cast<size_t>(b) * F];
@@ -61,9 +60,12 @@ std::vector<float> Scorer::Features(const std::vector<float>& z0, const Hardware
     for (int i = 0; i < D; ++i) row[i] = zt_b[i] - z0[i];  // the ranker sees ẑ_T - z_0 (model v3)
     std::copy_n(&stats[static_cast<size_t>(b) * S], S, row + D);
     std::copy_n(structure.data() + static_cast<size_t>(b) * P, P, row + D + S);
-    std::copy_n(fill.data() + static_cast<size_t>(b) * V, V, row + D + S + P);
-    std::copy_n(locations.data() + static_cast<size_t>(b) * L, L, row + D + S + P + V);
-    std::copy(hw.begin(), hw.end(), row + D + S + P + V + L);
+    float* at = row + D + S + P;
+    for (size_t f = 0; f < columns.size(); ++f) {
+      const int width = model_.columns[f]->width();
+      at = std::copy_n(columns[f].data() + static_cast<size_t>(b) * width, width, at);
+    }
+    std::copy(hw.begin(), hw.end(), at);
     for (int i = 0; model_.centred && i < W; ++i) row[W + i] = row[i] - reference[i];  // float32, as NumPy
   }
   return x;

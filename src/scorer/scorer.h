@@ -2,8 +2,8 @@
 //
 // The same path as WorldModel.score in Python: featurise each trace (cwm::FeaturizeBatch),
 // roll its actions out from the workload's z0 with the TransH weights (cwm::Rollout), build
-// [z_T - z0, sequence stats, trace structure (v4), vector fill and compute-at locations (manifest
-// flags), hardware features]
+// [z_T - z0, sequence stats, trace structure (v4), the trace-column families the manifest flags
+// (trace_columns.h), hardware features]
 // and evaluate the XGBoost ranker with libxgboost.
 // z0 = E(workload) is an input: the encoder (a transformer) stays on the Python side
 // (cwm.model.scorer_input writes it).

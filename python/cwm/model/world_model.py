@@ -4,10 +4,9 @@ Scoring a task's candidates: ``z_0 = E(workload)`` once per workload (cached), t
 candidate its canonical action arrays are rolled out ``ẑ_T = F(...F(z_0, a_1)..., a_T)``, and
 the ranker scores ``[ẑ_T - z_0, action statistics, trace structure, hardware features]`` (the
 predicted final state as its displacement from the start, comparable across tasks; the trace
-structure of :mod:`cwm.model.trace_structure` from model v4 on; the vector-register fill of
-:mod:`cwm.model.vector_alignment` where the manifest says ``"vector_alignment": true``, docs/decisions.md
-§66; each compute-at location of :mod:`cwm.model.compute_locations` where it says
-``"compute_locations": true``, §67). Higher = predicted faster.
+structure of :mod:`cwm.model.trace_structure` from model v4 on; then each family of
+:mod:`cwm.model.trace_columns` whose flag the manifest sets, e.g. ``"compute_locations": true``,
+docs/decisions.md §66, §67). Higher = predicted faster.
 
 Model directory (``save``/``load``)::
 
@@ -24,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from cwm.actions.vocab import KINDS
-from cwm.model import action_stats, compute_locations, trace_structure, vector_alignment
+from cwm.model import action_stats, trace_columns, trace_structure
 from cwm.model.transition import TransitionConfig
 
 #: 4: the ranker also sees the trace structure; 3: ẑ_T - z_0 and action statistics (2: ẑ_T)
@@ -35,12 +34,11 @@ STATE_READ_VERSION = 5
 READS = (3, 4, 5)  # versions this cwm scores with (3 without the trace structure)
 
 
-def feature_names(dim: int, structure: bool = True, centred: bool = False, alignment: bool = False,
-                  locations: bool = False) -> list[str]:
+def feature_names(dim: int, structure: bool = True, centred: bool = False, columns=()) -> list[str]:
+    """The ranker's column names; ``columns``: the :mod:`cwm.model.trace_columns` families taken."""
     names = ([f"dz{i}" for i in range(dim)] + list(action_stats.NAMES) +
              (list(trace_structure.NAMES) if structure else []) +
-             (list(vector_alignment.NAMES) if alignment else []) +
-             (list(compute_locations.NAMES) if locations else []) + list(action_stats.HW_FEATURES))
+             trace_columns.names(columns) + list(action_stats.HW_FEATURES))
     if centred:
         from cwm.model.centring import centred_names
 
@@ -50,12 +48,11 @@ def feature_names(dim: int, structure: bool = True, centred: bool = False, align
 
 class WorldModel:
     def __init__(self, encoder, transition, tcfg: TransitionConfig, ranker, meta: dict | None = None,
-                 structure: bool = True, alignment: bool = False, locations: bool = False):
+                 structure: bool = True, columns=()):
         self.encoder, self.transition, self.tcfg, self.ranker = encoder, transition, tcfg, ranker
         self.meta = meta or {}
         self.structure = structure  # the ranker's rows include the trace structure (model v4)
-        self.alignment = alignment  # ... and the vector-register fill (manifest "vector_alignment")
-        self.locations = locations  # ... and each compute-at location (manifest "compute_locations")
+        self.columns = trace_columns.ordered(columns)  # ... and these trace-column families (manifest flags)
         self._z0: dict[str, np.ndarray] = {}
         self._samples: dict[tuple, object] = {}  # (task, target) -> FeatureBatch of design-space samples
         self._references: dict[tuple, np.ndarray] = {}  # (task, target) -> reference row
@@ -147,24 +144,20 @@ class WorldModel:
         if key not in self._references:
             fb = self.design_samples(workload, target, samples, seed)
             z0 = self.z0(workload)
-            width = len(feature_names(self.tcfg.dim, self.structure, alignment=self.alignment,
-                                      locations=self.locations))
+            width = len(feature_names(self.tcfg.dim, self.structure, columns=self.columns))
             self._references[key] = (np.zeros(width, np.float32)
                                      if fb is None else mean_row(self.raw_features(self.rollout(z0, fb), fb, target, z0)))
         return self._references[key]
 
     def raw_features(self, z_t: np.ndarray, fb, target, z0: np.ndarray) -> np.ndarray:
-        """Rows ``[ẑ_T - z_0, action statistics, trace structure, vector fill, compute-at
-        locations, hardware]`` (docs/decisions.md §15, §44, §66, §67)."""
+        """Rows ``[ẑ_T - z_0, action statistics, trace structure, trace-column families,
+        hardware]`` (docs/decisions.md §15, §44, §66, §67)."""
         from cwm import native
 
         stats = [native.sequence_stats(fb)]  # identical to action_stats.sequence_stats (parity-tested)
         if self.structure:
             stats.append(native.structure_stats(fb))  # identical to trace_structure.structure_stats
-        if self.alignment:
-            stats.append(native.vector_alignment(fb))  # identical to vector_alignment.vector_alignment
-        if self.locations:
-            stats.append(native.compute_locations(fb))  # identical to compute_locations.compute_locations
+        stats += trace_columns.native_columns(self.columns, fb)  # identical to their specs (parity-tested)
         hw = np.repeat(action_stats.hardware_features(target)[None], len(stats[0]), 0)
         dz = z_t.astype(np.float32) - np.asarray(z0, np.float32)
         return np.concatenate([dz, *stats, hw], 1)
@@ -190,15 +183,14 @@ class WorldModel:
         self.ranker.save(str(d / "ranker.json"))
         if self.tcfg.state_dependent and not self.structure:
             raise ValueError("a transition that reads the state needs the trace structure (model v5 = v4 + it)")
-        if (self.alignment or self.locations) and not self.structure:
-            raise ValueError("the vector-register fill and the compute-at locations come after the trace structure "
-                             "(model v4 and later)")
+        self.columns = trace_columns.ordered(self.columns)
+        if self.columns and not self.structure:
+            raise ValueError(f"the trace-column families ({', '.join(self.columns)}) come after the trace "
+                             "structure (model v4 and later)")
         version = STATE_READ_VERSION if self.tcfg.state_dependent else VERSION if self.structure else 3
         manifest = {"format": FORMAT, "version": version, "transition": self.tcfg.to_dict(),
-                    "feature_names": feature_names(self.tcfg.dim, self.structure, bool(self.centring), self.alignment,
-                                                   self.locations),
-                    **({"vector_alignment": True} if self.alignment else {}),
-                    **({"compute_locations": True} if self.locations else {}),
+                    "feature_names": feature_names(self.tcfg.dim, self.structure, bool(self.centring), self.columns),
+                    **{family: True for family in self.columns},
                     "action_kinds": list(KINDS),
                     **self.meta}
         (d / "manifest.json").write_text(json.dumps(manifest, indent=1, sort_keys=True) + "\n")
@@ -235,15 +227,14 @@ class WorldModel:
         encoder = StateEncoder.load(d / "encoder")
         encoder.eval()
         derived = ("format", "version", "transition", "feature_names", "action_kinds",
-                   "vector_alignment", "compute_locations")  # save() writes these
+                   *trace_columns.FAMILIES)  # save() writes these
         meta = {k: v for k, v in manifest.items() if k not in derived}
         structure = refit_ranker or manifest["version"] >= 4
-        alignment, locations = (manifest.get(flag, False) for flag in ("vector_alignment", "compute_locations"))
-        for flag, value in (("vector_alignment", alignment), ("compute_locations", locations)):
-            if value not in (True, False):
-                raise ValueError(f"{d}: the manifest's {flag} must be true or false")
+        for family in trace_columns.FAMILIES:
+            if manifest.get(family, False) not in (True, False):
+                raise ValueError(f"{d}: the manifest's {family} must be true or false")
+        columns = tuple(family for family in trace_columns.FAMILIES if manifest.get(family, False))
         if not refit_ranker and manifest.get("feature_names") != feature_names(
-                tcfg.dim, structure, bool(meta.get("centring")), alignment, locations):
+                tcfg.dim, structure, bool(meta.get("centring")), columns):
             raise ValueError(f"{d}: the manifest's feature_names are not model v{manifest['version']}'s")
-        return cls(encoder, transition, tcfg, Ranker.load(str(d / "ranker.json")), meta, structure, alignment,
-                   locations)
+        return cls(encoder, transition, tcfg, Ranker.load(str(d / "ranker.json")), meta, structure, columns)

@@ -1,0 +1,51 @@
+"""The optional families of ranker columns read from a candidate's actions alone, by name.
+
+A model takes a family when its manifest says ``"<family>": true``; the rows hold the families a
+model takes in the order of :data:`FAMILIES`, after the trace structure and before the hardware
+features. Each family is a module of :mod:`cwm.model` with ``NAMES`` and a NumPy function of the
+family's name (the spec), and a native twin of the same name in :mod:`cwm.native` (what scoring
+runs; parity-tested). The C++ scorer reads the same flags (``src/scorer/trace_columns.cc``).
+
+* ``vector_alignment``: the vector-register fill (docs/decisions.md §66);
+* ``compute_locations``: each sampled compute-at location in trace order (§67).
+
+Adding a family: its module, its native twin, an entry here and in ``src/scorer/trace_columns.cc``.
+"""
+from __future__ import annotations
+
+from importlib import import_module
+
+import numpy as np
+
+FAMILIES = ("vector_alignment", "compute_locations")
+
+
+def _module(family: str):
+    if family not in FAMILIES:
+        raise ValueError(f"unknown trace-column family {family!r}; known: {', '.join(FAMILIES)}")
+    return import_module(f"cwm.model.{family}")
+
+
+def ordered(families) -> tuple[str, ...]:
+    """``families`` in row order (:data:`FAMILIES`); an unknown name raises ValueError."""
+    chosen = set(families)
+    for family in chosen:
+        _module(family)
+    return tuple(f for f in FAMILIES if f in chosen)
+
+
+def names(families) -> list[str]:
+    """The column names of ``families``, in row order."""
+    return [n for family in ordered(families) for n in _module(family).NAMES]
+
+
+def spec_columns(family: str, ints: np.ndarray, numbers: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """The NumPy spec of one family on a padded batch."""
+    return getattr(_module(family), family)(ints, numbers, lengths)
+
+
+def native_columns(families, fb) -> list[np.ndarray]:
+    """The native twins' columns of ``families`` for a :class:`FeatureBatch`, in row order."""
+    from cwm import native
+
+    return [getattr(native, family)(fb) for family in ordered(families)]

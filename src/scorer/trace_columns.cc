@@ -1,0 +1,16 @@
+#include "scorer/trace_columns.h"
+
+#include "compute_locations.h"
+#include "vector_alignment.h"
+
+namespace cwm {
+
+const std::vector<TraceColumnFamily>& TraceColumnFamilies() {
+  static const std::vector<TraceColumnFamily> families = {
+      {"vector_alignment", NumVectorAlignment, VectorAlignment},
+      {"compute_locations", NumComputeLocations, ComputeLocations},
+  };
+  return families;
+}
+
+}  // namespace cwm
