@@ -1,6 +1,7 @@
 """Several dataset roots read as one (``cwm.dataset.union``), and the probe's fit-only roots."""
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 
@@ -120,6 +121,20 @@ def test_refit_ranker_on_extra_roots(tiny_dataset, tiny_model_dir, tmp_path):
     assert meta["training_data"] != refit_meta["ranker_training_data"]  # the model's own data hash is kept
     with pytest.raises(SystemExit, match="not the training data"):
         refit.main([str(model), "--data", str(breadth)])
+
+
+def test_refit_ranker_takes_another_ranker_seed(tiny_dataset, tiny_model_dir, tmp_path):
+    """``tools/refit_ranker.py --ranker-seed N`` refits with XGBoost seed N and saves it; the
+    rest of the config stays as saved."""
+    from cwm.model.ranker import Ranker
+    from tests.tool_modules import tool
+
+    model = tmp_path / "model"
+    shutil.copytree(tiny_model_dir, model)
+    before = Ranker.load(str(model / "ranker.json")).cfg
+    assert tool("refit_ranker").main([str(model), "--data", str(tiny_dataset), "--ranker-seed", "7"]) == 0
+    after = Ranker.load(str(model / "ranker.json")).cfg
+    assert after.seed == 7 and after == dataclasses.replace(before, seed=7)
 
 
 def test_eval_baselines_train_on_extra_roots_test_on_the_first(tiny_dataset, tiny_model_dir, tmp_path):

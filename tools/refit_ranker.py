@@ -13,7 +13,7 @@ as well (:mod:`cwm.dataset.union`); ``--data`` must still be the model's trainin
 manifest records the roots and their hash under ``ranker_refit``.
 
     python tools/refit_ranker.py python/cwm/default_model [--data data/dataset] [--grades 16 --exp-gain false]
-        [--objective rank:pairwise] [--pair-top-k all] [--parallel-trees 4] [--extra-data data/dataset_breadth]
+        [--objective rank:pairwise] [--pair-top-k all] [--parallel-trees 4] [--ranker-seed 0] [--extra-data data/dataset_breadth]
         [--vector-alignment true] [--compute-locations true]
 """
 from __future__ import annotations
@@ -56,6 +56,8 @@ def main(argv=None) -> int:
     ap.add_argument("--objective", default=None, help="XGBoost ranking objective (default: as saved)")
     ap.add_argument("--pair-top-k", default=None,
                     help="pairs from the K best-scored candidates of a task; 'all' for every pair (default: as saved)")
+    ap.add_argument("--ranker-seed", type=int, default=None,
+                    help="the ranker's XGBoost seed (row and column sampling; default: as saved)")
     ap.add_argument("--parallel-trees", type=int, default=None,
                     help="trees per boosting round, averaged (XGBoost's num_parallel_tree; default: as saved)")
     ap.add_argument("--transition", default=None,
@@ -99,6 +101,8 @@ def main(argv=None) -> int:
         cfg = dataclasses.replace(cfg, ndcg_exp_gain=args.exp_gain == "true")
     if args.pair_top_k is not None:
         cfg = dataclasses.replace(cfg, pair_top_k=None if args.pair_top_k == "all" else int(args.pair_top_k))
+    if args.ranker_seed is not None:
+        cfg = dataclasses.replace(cfg, seed=args.ranker_seed)
     if args.parallel_trees is not None:
         if args.parallel_trees < 1:
             raise SystemExit("--parallel-trees must be at least 1")
