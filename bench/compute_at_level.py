@@ -85,7 +85,8 @@ def level_columns(table: dict[int, int], with_tile: bool):
 
 
 def main(argv=None) -> int:
-    from vector_alignment import network_cv, search_replay, training_arguments, training_setup, with_columns
+    from vector_alignment import (network_cv, search_replay, seed_line, stopwatch_log, training_arguments,
+                                  training_setup, with_columns)
 
     args = training_arguments(argv, __doc__, "probe_compute_at_level.json", ("variants",))
     from adapt_sim import paired_difference
@@ -93,7 +94,7 @@ def main(argv=None) -> int:
     from common import machine
 
     start = time.perf_counter()
-    log = lambda m: print(f"{time.perf_counter() - start:6.0f} s  {m}", flush=True)  # noqa: E731
+    log = stopwatch_log(start)
     table = part_table([args.data, args.fit_only_data])
     log(f"{len(table)} compute-at loop operands, parts {sorted(set(table.values()))}")
     out = {"benchmark": "probe_compute_at_level", "date": time.strftime("%Y-%m-%d"), "machine": machine(),
@@ -109,8 +110,7 @@ def main(argv=None) -> int:
         cfg = model.ranker.cfg
         network = network_cv(tasks, fit_only, cfg)
         out["network"][variant] = network
-        log(f"{variant}: " + " ".join(f"{m['top1']:.3f}/{m['top1_task_mean']:.3f}/{m['pairwise_acc']:.4f}"
-                                      for m in network.values()))
+        log(f"{variant}: {seed_line(network)}")
         curves[variant] = search_replay(tasks, fit_only, cfg)
         out["replay"][variant] = {"mean_best_ratio": [float(x) for x in curves[variant].mean(0)]}
         if variant != "shipped":

@@ -32,7 +32,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 
 def main(argv=None) -> int:
-    from vector_alignment import network_cv, search_replay, training_arguments, training_setup, with_columns
+    from vector_alignment import (network_cv, search_replay, seed_line, stopwatch_log, training_arguments,
+                                  training_setup, with_columns)
 
     from cwm.model.compute_locations import POSITIONS, compute_locations
 
@@ -41,15 +42,14 @@ def main(argv=None) -> int:
     from common import machine
 
     start = time.perf_counter()
-    log = lambda m: print(f"{time.perf_counter() - start:6.0f} s  {m}", flush=True)  # noqa: E731
+    log = stopwatch_log(start)
     setup = training_setup(args.data, args.fit_only_data, with_fb=True)
     model, tasks, fit_only = setup["model"], setup["tasks"], setup["fit_only"]
     with_columns(tasks + fit_only, model, setup["everything"], setup["target"], compute_locations)
     log(f"{len(tasks)} zoo and {len(fit_only)} breadth training tasks, {POSITIONS} location columns added")
     cfg = model.ranker.cfg
     network = network_cv(tasks, fit_only, cfg)
-    log("network: " + " ".join(f"{m['top1']:.3f}/{m['top1_task_mean']:.3f}/{m['pairwise_acc']:.4f}"
-                               for m in network.values()))
+    log(f"network: {seed_line(network)}")
     curves = search_replay(tasks, fit_only, cfg)
     log("replayed: " + " ".join(f"{x:.3f}" for x in curves.mean(0)))
     write_json(args.out, {

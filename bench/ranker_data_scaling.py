@@ -41,14 +41,14 @@ def subset(fit_only: list[dict], variant: str, seed: int = 0) -> list[dict]:
 
 
 def main(argv=None) -> int:
-    from vector_alignment import network_cv, training_arguments, training_setup
+    from vector_alignment import network_cv, seed_line, stopwatch_log, training_arguments, training_setup
 
     args = training_arguments(argv, __doc__, "probe_ranker_data_scaling.json", ("variants",))
     from checkpoint import write_json
     from common import machine
 
     start = time.perf_counter()
-    log = lambda m: print(f"{time.perf_counter() - start:6.0f} s  {m}", flush=True)  # noqa: E731
+    log = stopwatch_log(start)
     setup = training_setup(args.data, args.fit_only_data)
     tasks, fit_only, cfg = setup["tasks"], setup["fit_only"], setup["model"].ranker.cfg
     out = {"benchmark": "probe_ranker_data_scaling", "date": time.strftime("%Y-%m-%d"), "machine": machine(),
@@ -60,8 +60,7 @@ def main(argv=None) -> int:
         network = network_cv(tasks, chosen, cfg)
         out["network"][variant] = {"fit_only_tasks": len(chosen),
                                    "fit_only_rows": int(sum(len(t["lat"]) for t in chosen)), **network}
-        log(f"{variant} ({len(chosen)} tasks): " + " ".join(
-            f"{m['top1']:.3f}/{m['top1_task_mean']:.3f}/{m['pairwise_acc']:.4f}" for m in network.values()))
+        log(f"{variant} ({len(chosen)} tasks): {seed_line(network)}")
         out["seconds"] = round(time.perf_counter() - start, 1)
         write_json(args.out, out)
     return 0

@@ -72,7 +72,7 @@ REPLAYED = ("shipped", "rollout_quarter_weight", "rollout_pca16")
 def main(argv=None) -> int:
     import json
 
-    from vector_alignment import network_cv, search_replay, training_arguments, training_setup
+    from vector_alignment import network_cv, search_replay, seed_line, stopwatch_log, training_arguments, training_setup
 
     args = training_arguments(argv, __doc__, "probe_rollout_regularization.json", ("variants", "replay"))
     from adapt_sim import paired_difference
@@ -82,7 +82,7 @@ def main(argv=None) -> int:
     from cwm.model.world_model import feature_names
 
     start = time.perf_counter()
-    log = lambda m: print(f"{time.perf_counter() - start:6.0f} s  {m}", flush=True)  # noqa: E731
+    log = stopwatch_log(start)
     setup = training_setup(args.data, args.fit_only_data)
     model, tasks, fit_only = setup["model"], setup["tasks"], setup["fit_only"]
     names = feature_names(model.tcfg.dim, model.structure, bool(model.centring), model.columns)
@@ -111,8 +111,7 @@ def main(argv=None) -> int:
     for name in [n for n in args.variants or table if n not in results]:
         cfg, variant = table[name]
         results[name] = network_cv(tasks, fit_only, cfg, variant)
-        log(f"{name}: " + " ".join(f"{m['top1']:.3f}/{m['top1_task_mean']:.3f}/{m['pairwise_acc']:.4f}"
-                                   for m in results[name].values()))
+        log(f"{name}: {seed_line(results[name])}")
         save()
     for name in [n for n in args.replay or REPLAYED if n not in curves]:
         cfg, variant = table[name]

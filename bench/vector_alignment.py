@@ -140,6 +140,16 @@ def training_setup(data: str, fit_only_data: str, with_fb: bool = False) -> dict
             "fit_only": fit_only, "everything": everything, "target": target}
 
 
+def stopwatch_log(start: float):
+    """``log(message)``: the message after the seconds since ``start`` (``time.perf_counter``)."""
+    return lambda message: print(f"{time.perf_counter() - start:6.0f} s  {message}", flush=True)
+
+
+def seed_line(network: dict) -> str:
+    """A :func:`network_cv` result as ``top-1/per-task top-1/pairwise`` for each ranker seed."""
+    return " ".join(f"{m['top1']:.3f}/{m['top1_task_mean']:.3f}/{m['pairwise_acc']:.4f}" for m in network.values())
+
+
 def training_arguments(argv, doc: str, result: str, lists: tuple[str, ...] = ()) -> argparse.Namespace:
     """``--data``, ``--fit-only-data``, ``--out`` (default ``bench/results/<result>``) and, for each
     name of ``lists``, ``--<name> a,b`` (a list of names; None when not given)."""
@@ -160,7 +170,7 @@ def main(argv=None) -> int:
     from common import machine
 
     start = time.perf_counter()
-    log = lambda m: print(f"{time.perf_counter() - start:6.0f} s  {m}", flush=True)  # noqa: E731
+    log = stopwatch_log(start)
     setup = training_setup(args.data, args.fit_only_data, with_fb=True)
     model, tasks, fit_only = setup["model"], setup["tasks"], setup["fit_only"]
     if "vector_alignment" in model.columns:

@@ -113,8 +113,8 @@ def main(argv=None) -> int:
         model.meta.pop("centring", None)
         model.meta.update(centring_meta(args.centring))
     chosen = {family: getattr(args, family) for family in trace_columns.FAMILIES if getattr(args, family) is not None}
-    model.columns = trace_columns.ordered([f for f in trace_columns.FAMILIES
-                                           if chosen.get(f, "true" if f in model.columns else "false") == "true"])
+    saved = set(model.columns)
+    model.columns = [f for f in trace_columns.FAMILIES if chosen.get(f, "true" if f in saved else "false") == "true"]
     if args.extra_data:
         loader = open_datasets([args.data, *args.extra_data])
     model.ranker = fit_ranker(model, loader, _training_trajectories(loader, seed), cfg)

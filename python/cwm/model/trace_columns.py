@@ -44,8 +44,9 @@ def spec_columns(family: str, ints: np.ndarray, numbers: np.ndarray, lengths: np
     return getattr(_module(family), family)(ints, numbers, lengths)
 
 
-def native_columns(families, fb) -> list[np.ndarray]:
-    """The native twins' columns of ``families`` for a :class:`FeatureBatch`, in row order."""
+def native_columns(families: tuple[str, ...], fb) -> list[np.ndarray]:
+    """The native twins' columns of ``families`` (in row order, as :func:`ordered` gives them) for
+    a :class:`FeatureBatch`; on the scoring path, so it does not order them again."""
     from cwm import native
 
-    return [getattr(native, family)(fb) for family in ordered(families)]
+    return [getattr(native, family)(fb) for family in families]

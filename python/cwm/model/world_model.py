@@ -52,11 +52,20 @@ class WorldModel:
         self.encoder, self.transition, self.tcfg, self.ranker = encoder, transition, tcfg, ranker
         self.meta = meta or {}
         self.structure = structure  # the ranker's rows include the trace structure (model v4)
-        self.columns = trace_columns.ordered(columns)  # ... and these trace-column families (manifest flags)
+        self.columns = columns  # ... and these trace-column families (manifest flags); see the setter
         self._z0: dict[str, np.ndarray] = {}
         self._samples: dict[tuple, object] = {}  # (task, target) -> FeatureBatch of design-space samples
         self._references: dict[tuple, np.ndarray] = {}  # (task, target) -> reference row
         self._core = None  # native TransH evaluator, built on first use
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """The :mod:`cwm.model.trace_columns` families the rows hold, in row order."""
+        return self._columns
+
+    @columns.setter
+    def columns(self, families) -> None:
+        self._columns = trace_columns.ordered(families)  # once here, not on every scoring call
 
     @property
     def centring(self) -> dict | None:
@@ -183,7 +192,6 @@ class WorldModel:
         self.ranker.save(str(d / "ranker.json"))
         if self.tcfg.state_dependent and not self.structure:
             raise ValueError("a transition that reads the state needs the trace structure (model v5 = v4 + it)")
-        self.columns = trace_columns.ordered(self.columns)
         if self.columns and not self.structure:
             raise ValueError(f"the trace-column families ({', '.join(self.columns)}) come after the trace "
                              "structure (model v4 and later)")
