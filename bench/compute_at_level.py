@@ -85,12 +85,10 @@ def level_columns(table: dict[int, int], with_tile: bool):
 
 
 def main(argv=None) -> int:
-    from vector_alignment import (network_cv, search_replay, seed_line, stopwatch_log, training_arguments,
-                                  training_setup, with_columns)
+    from vector_alignment import (network_and_replay, save_progress, stopwatch_log, training_arguments, training_setup,
+                                  with_columns)
 
     args = training_arguments(argv, __doc__, "probe_compute_at_level.json", ("variants",))
-    from adapt_sim import paired_difference
-    from checkpoint import write_json
     from common import machine
 
     start = time.perf_counter()
@@ -108,16 +106,8 @@ def main(argv=None) -> int:
                          level_columns(table, variant == "part+tile"))
         out["model_fingerprint"], out["tasks"], out["fit_only_tasks"] = setup["fingerprint"], len(tasks), len(fit_only)
         cfg = model.ranker.cfg
-        network = network_cv(tasks, fit_only, cfg)
-        out["network"][variant] = network
-        log(f"{variant}: {seed_line(network)}")
-        curves[variant] = search_replay(tasks, fit_only, cfg)
-        out["replay"][variant] = {"mean_best_ratio": [float(x) for x in curves[variant].mean(0)]}
-        if variant != "shipped":
-            out["replay"][variant]["vs_shipped"] = paired_difference(curves[variant], curves["shipped"])
-        log(f"{variant} replayed: " + " ".join(f"{x:.3f}" for x in curves[variant].mean(0)))
-        out["seconds"] = round(time.perf_counter() - start, 1)
-        write_json(args.out, out)
+        network_and_replay(out, curves, variant, "shipped", tasks, fit_only, cfg, log)
+        save_progress(args.out, out, start)
     return 0
 
 

@@ -41,10 +41,10 @@ def subset(fit_only: list[dict], variant: str, seed: int = 0) -> list[dict]:
 
 
 def main(argv=None) -> int:
-    from vector_alignment import network_cv, seed_line, stopwatch_log, training_arguments, training_setup
+    from vector_alignment import (network_row, save_progress, seed_line, stopwatch_log, training_arguments,
+                                  training_setup)
 
     args = training_arguments(argv, __doc__, "probe_ranker_data_scaling.json", ("variants",))
-    from checkpoint import write_json
     from common import machine
 
     start = time.perf_counter()
@@ -57,12 +57,9 @@ def main(argv=None) -> int:
            "network": {}}
     for variant in args.variants or ["tasks25", "tasks50", "records8", "records16"]:
         chosen = subset(fit_only, variant)
-        network = network_cv(tasks, chosen, cfg)
-        out["network"][variant] = {"fit_only_tasks": len(chosen),
-                                   "fit_only_rows": int(sum(len(t["lat"]) for t in chosen)), **network}
-        log(f"{variant} ({len(chosen)} tasks): {seed_line(network)}")
-        out["seconds"] = round(time.perf_counter() - start, 1)
-        write_json(args.out, out)
+        out["network"][variant] = network_row(tasks, chosen, cfg)
+        log(f"{variant} ({len(chosen)} tasks): {seed_line(out['network'][variant])}")
+        save_progress(args.out, out, start)
     return 0
 
 

@@ -66,6 +66,12 @@ def network_cv(tasks, fit_only, cfg, variant=None) -> dict:
     return out
 
 
+def network_row(tasks, fit_only, cfg) -> dict:
+    """:func:`network_cv` with the breadth data it fitted on counted (tasks, rows)."""
+    return {"fit_only_tasks": len(fit_only), "fit_only_rows": int(sum(len(t["lat"]) for t in fit_only)),
+            **network_cv(tasks, fit_only, cfg)}
+
+
 def all_tasks_cv(tasks, cfg) -> dict:
     from cwm.model.metrics import summarize
     from cwm.model.probe import task_folds
@@ -101,6 +107,35 @@ def search_replay(tasks, fit_only, cfg, variant=None) -> np.ndarray:
                 x = transform(rows(t))
                 curves.append(replay(t["lat"], x, np.asarray(ranker.predict(x), np.float64), AdaptConfig(), 4, 6))
     return np.asarray(curves)
+
+
+def replay_row(curves: dict, name: str, base: str) -> dict:
+    """The mean search replay of ``curves[name]`` per round and, unless it is ``base``, its paired
+    difference from ``curves[base]`` (``vs_<base>``: per round the mean and its 95% interval)."""
+    from adapt_sim import paired_difference
+
+    row = {"mean_best_ratio": [float(x) for x in curves[name].mean(0)]}
+    if name != base:
+        row[f"vs_{base}"] = paired_difference(curves[name], curves[base])
+    return row
+
+
+def network_and_replay(out: dict, curves: dict, name: str, base: str, tasks, fit_only, cfg, log) -> None:
+    """One variant of a bench: :func:`network_row` into ``out["network"][name]``, the search replay
+    into ``curves[name]`` and :func:`replay_row` into ``out["replay"][name]``, each logged."""
+    out["network"][name] = network_row(tasks, fit_only, cfg)
+    log(f"{name}: {seed_line(out['network'][name])}")
+    curves[name] = search_replay(tasks, fit_only, cfg)
+    out["replay"][name] = replay_row(curves, name, base)
+    log(f"{name} replayed: " + " ".join(f"{x:.3f}" for x in curves[name].mean(0)))
+
+
+def save_progress(path: str, out: dict, start: float) -> None:
+    """``out`` with the seconds since ``start`` (``time.perf_counter``), written atomically."""
+    from checkpoint import write_json
+
+    out["seconds"] = round(time.perf_counter() - start, 1)
+    write_json(path, out)
 
 
 def with_columns(tasks, model, everything, target, columns) -> None:
@@ -150,15 +185,19 @@ def seed_line(network: dict) -> str:
     return " ".join(f"{m['top1']:.3f}/{m['top1_task_mean']:.3f}/{m['pairwise_acc']:.4f}" for m in network.values())
 
 
-def training_arguments(argv, doc: str, result: str, lists: tuple[str, ...] = ()) -> argparse.Namespace:
-    """``--data``, ``--fit-only-data``, ``--out`` (default ``bench/results/<result>``) and, for each
-    name of ``lists``, ``--<name> a,b`` (a list of names; None when not given)."""
+def training_arguments(argv, doc: str, result: str, lists: tuple[str, ...] = (),
+                       paths: dict | None = None) -> argparse.Namespace:
+    """``--data``, ``--fit-only-data``, ``--out`` (default ``bench/results/<result>``), for each
+    name of ``lists`` ``--<name> a,b`` (a list of names; None when not given), and for each
+    ``name: default`` of ``paths`` ``--<name> PATH``."""
     p = argparse.ArgumentParser(description=doc.splitlines()[0])
     p.add_argument("--data", default=str(ROOT / "data" / "dataset"))
     p.add_argument("--fit-only-data", default=str(ROOT / "data" / "dataset_breadth"))
     p.add_argument("--out", default=str(ROOT / "bench" / "results" / result))
     for name in lists:
         p.add_argument(f"--{name}", type=lambda v: v.split(","), default=None)
+    for name, default in (paths or {}).items():
+        p.add_argument(f"--{name}", default=str(default))
     return p.parse_args(argv)
 
 

@@ -21,3 +21,27 @@ def test_another_cpu_is_refused_unless_allowed():
     with pytest.raises(DatasetError, match=r"measured on \['AMD EPYC'\]; this machine is 'Intel Xeon'"):
         check_collection_host({"cpu_model": "AMD EPYC"}, "Intel Xeon")
     assert check_collection_host({"cpu_model": "AMD EPYC"}, "Intel Xeon", allow=True) == ["AMD EPYC", "Intel Xeon"]
+
+
+# --- the CPU generation (LLVM's mcpu): the model name alone does not tell Zen 4 from Zen 5 ---------
+
+def _target(mcpu):
+    import tvm
+
+    return tvm.target.Target({"kind": "llvm", "num-cores": 2, "mcpu": mcpu})
+
+
+def test_the_same_generation_extends_its_dataset():
+    from cwm.tuning.collect import check_collection_mcpu
+
+    check_collection_mcpu({"target": {"kind": "llvm", "mcpu": "znver4"}}, _target("znver4"))
+    check_collection_mcpu({}, _target("znver4"))  # a new dataset
+
+
+def test_another_generation_is_refused_unless_allowed():
+    from cwm.tuning.collect import check_collection_mcpu
+
+    manifest = {"cpu_model": "AMD EPYC", "target": {"kind": "llvm", "mcpu": "znver5"}}
+    with pytest.raises(DatasetError, match="mcpu=znver5; this machine is mcpu=znver4"):
+        check_collection_mcpu(manifest, _target("znver4"))
+    check_collection_mcpu(manifest, _target("znver4"), allow=True)

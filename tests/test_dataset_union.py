@@ -61,6 +61,35 @@ def test_union_reads_every_root_once(tiny_dataset, tmp_path):
     assert sum(1 for _ in union) == sum(len(union.trajectories(k)) for k in union.task_keys())
 
 
+def test_a_task_is_read_from_the_first_root_that_finished_it(tiny_dataset, tmp_path):
+    """A re-collection root listed first replaces the tasks it has finished, and only those: a
+    task it has registered but not measured yet is read from the next root (the first copy of
+    ``data/dataset_breadth_zen4`` while its collection runs). A task held out in one root is
+    never a training task of the union."""
+    from cwm.dataset.loader import DatasetLoader
+    from cwm.dataset.store import DatasetStore
+    from cwm.dataset.union import open_datasets
+
+    extra, own = _extra_root(tmp_path, {"kind": "llvm", "num-cores": 2, "mcpu": "znver4"})
+    again = tmp_path / "again"
+    shutil.copytree(extra, again)
+    DatasetStore(again).shard_path(own).unlink()  # registered there, not collected yet
+    union = open_datasets([again, extra])
+    assert union.owner[own].store.root == extra and len(union.trajectories(own)) == 2
+    store = DatasetStore(again)
+    store.append(own, [{"id": 0, "task": own, "source": "random", "trace": "[[],[]]", "run_secs": [5e-3],
+                        "build_error": None, "run_error": None, "final_hash": 0}] * 3)
+    store.finish(own)  # now finished there: it replaces the other copy
+    union = open_datasets([again, extra])
+    assert union.owner[own].store.root == again and len(union.trajectories(own)) == 3
+
+    tiny = DatasetLoader(tiny_dataset)
+    test_key = tiny.task_keys("test")[0]
+    everything_train = _copy_all_train(tiny_dataset, tmp_path / "all_train")
+    union = open_datasets([everything_train, tiny_dataset])
+    assert test_key not in union.task_keys("train") and test_key in union.task_keys("test")
+
+
 def test_union_refuses_another_target_kind(tiny_dataset, tmp_path):
     from cwm.dataset.store import DatasetError
     from cwm.dataset.union import open_datasets

@@ -214,3 +214,20 @@ def test_per_store_features_are_shared_between_models_of_the_same_candidates(tmp
     assert _cached_store(tmp_path, "k1", 8, 0, lat[::-1]) is None  # another subset or order
     assert _cached_store(tmp_path, "k1", 8, 1, lat) is None  # another seed
     assert _cached_store(tmp_path, "k2", 8, 0, lat) is None  # another task
+
+
+def test_a_task_measured_in_two_roots_gets_two_probe_files(tmp_path):
+    """The same task key measured twice (``data/dataset_breadth`` and ``data/dataset_breadth_zen4``)
+    must not share one cached probe file: the name carries a digest of the measured latencies. A
+    file named before the digest is taken over only when its latencies are these."""
+    from cwm.model.probe_features import _cache_path
+
+    zen5, zen4 = np.array([1e-3, np.inf, 2e-3]), np.array([1.1e-3, 2.1e-3, np.inf, 3e-3])
+    a, b = (_cache_path(tmp_path, "k1", "model", 64, 0, lat) for lat in (zen5, zen4))
+    assert a != b and a.name.startswith("k1-model-n64-s0-") and b.name.startswith("k1-model-n64-s0-")
+    assert _cache_path(tmp_path, "k1", "model", 64, 0, zen5.copy()) == a  # the same candidates, the same file
+
+    np.savez(tmp_path / "k1-model-n64-s0.npz", lat=zen5)  # an old cache file of the Zen 5 candidates
+    assert _cache_path(tmp_path, "k1", "model", 64, 0, zen4) == b and not b.is_file()  # not taken over
+    assert _cache_path(tmp_path, "k1", "model", 64, 0, zen5) == a and a.is_file()  # renamed
+    assert not (tmp_path / "k1-model-n64-s0.npz").exists()

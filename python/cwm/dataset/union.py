@@ -5,8 +5,12 @@ roots (``cwm dataset tasks --from-corpus``) hold generated workloads that are al
 tasks. :class:`UnionLoader` gives the interface of :class:`~cwm.dataset.loader.DatasetLoader`
 over them: ``task_keys(split)``, ``workload``, ``trajectories`` and a ``store`` with
 ``manifest()`` / ``get_task`` / ``records``. A task key is a workload's structural hash, so a key
-in two roots is one task: the first root that has it wins, and the others' copy is not read
-(their records are of the same workload, measured by another collection).
+in two roots is one task: the first root that has it finished wins, and the others' copy is not
+read (their records are of the same workload, measured by another collection, maybe on another
+CPU: a task's candidates are ranked only against candidates of the same collection). A task no
+root has finished yet is read from the first root that lists it (its journal, as
+:class:`~cwm.dataset.loader.DatasetLoader` reads it). So ``data/dataset_breadth_zen4`` listed
+before ``data/dataset_breadth`` replaces each task it has re-collected, and only those.
 
 Roots must be measured on the same kind of target: a manifest whose target differs in
 anything but ``mcpu`` raises :class:`~cwm.dataset.store.DatasetError`. ``mcpu`` may differ (LLVM
@@ -76,15 +80,22 @@ class UnionLoader:
                 raise DatasetError(f"{loader.store.root}: measured on target {t}, not the kind of "
                                    f"{target} ({self.loaders[0].store.root})")
             target = target or t
-            for key in loader.task_keys():
-                self.owner.setdefault(key, loader)
+        for finished_only in (True, False):
+            for loader in self.loaders:
+                for key in loader.task_keys():
+                    if not finished_only or loader.store.is_finished(key):
+                        self.owner.setdefault(key, loader)
         self.store = _UnionStore(self)
 
     def task_keys(self, split: str | None = None) -> list[str]:
-        keys = []
-        for loader in self.loaders:
-            keys += [k for k in loader.task_keys(split) if self.owner[k] is loader]
-        return sorted(keys)
+        """The tasks of ``split``: a task any root holds out is a test task, whichever root's copy
+        is read, and never a training task."""
+        if split is None:
+            return sorted(self.owner)
+        held_out = {k for loader in self.loaders for k in loader.task_keys("test")}
+        if split == "test":
+            return sorted(held_out)
+        return sorted({k for loader in self.loaders for k in loader.task_keys(split)} - held_out)
 
     def workload(self, key: str):
         return self.owner[key].workload(key)

@@ -301,7 +301,7 @@ def training_tasks(loader, model, fit_only_data, cache_dir, fingerprint, max_can
                    max_tasks=None, with_fb: bool = False) -> tuple[list[dict], list[dict]]:
     """``(validated, fit_only)``: the representations of ``loader``'s training tasks, and of the
     training tasks of the ``fit_only_data`` roots that are neither of those nor a held-out task
-    (a task in several roots counts once)."""
+    (a task in several roots counts once: the first root that has finished collecting it)."""
     from cwm.dataset.loader import DatasetLoader
 
     common = (cache_dir, fingerprint, max_candidates, seed, with_et, log)
@@ -311,7 +311,7 @@ def training_tasks(loader, model, fit_only_data, cache_dir, fingerprint, max_can
     fit_only = []
     for root in fit_only_data:
         extra = DatasetLoader(root)
-        keys = [k for k in extra.task_keys("train") if k not in known]
+        keys = [k for k in extra.task_keys("train") if k not in known and extra.store.is_finished(k)]
         fit_only += _representations_of(extra, model, keys, *common, what=f"fit-only ({root})", with_fb=with_fb)
         known |= set(keys)
     return tasks, fit_only

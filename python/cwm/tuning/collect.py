@@ -158,6 +158,23 @@ def check_collection_host(manifest: dict, current: str, allow: bool = False) -> 
     return seen + ([current] if current not in seen else [])
 
 
+def check_collection_mcpu(manifest: dict, target, allow: bool = False) -> None:
+    """Refuse to extend a dataset built for another CPU generation (LLVM's ``mcpu``) unless ``allow``.
+
+    The CPU model name does not tell generations apart (Zen 4 and Zen 5 both read "AMD EPYC"),
+    and the generation decides both the code LLVM emits and how fast it runs: a task extended on
+    another generation would rank programs built and timed on two machines against each other.
+    """
+    old = (manifest.get("target") or {}).get("mcpu")
+    new = dict(target.export()).get("mcpu") if hasattr(target, "export") else dict(target).get("mcpu")
+    if old and new and old != new and not allow:
+        from cwm.dataset.store import DatasetError
+
+        raise DatasetError(f"this dataset was built and measured for mcpu={old}; this machine is mcpu={new}. "
+                           "Collect into a new --root here, or pass --allow-host-change to mix CPU "
+                           "generations in one dataset")
+
+
 def collect(store: DatasetStore, keys: list[str], target=None, cfg: CollectConfig = CollectConfig(),
             progress: bool = True, manifest_extra: dict | None = None, runner=None,
             allow_host_change: bool = False) -> dict:
@@ -165,7 +182,8 @@ def collect(store: DatasetStore, keys: list[str], target=None, cfg: CollectConfi
 
     ``runner``: any MetaSchedule ``Runner`` (default: a crash-safe ``PooledRunner``); e.g. an
     ``ms.runner.RPCRunner`` to measure on the devices of a TVM RPC tracker. A dataset measured on
-    another CPU model is not extended unless ``allow_host_change`` (:func:`check_collection_host`).
+    another CPU model or generation is not extended unless ``allow_host_change``
+    (:func:`check_collection_host`, :func:`check_collection_mcpu`).
     """
     from cwm.tuning.pooled_builder import PooledBuilder
     from cwm.target_spec import host_target
@@ -173,6 +191,7 @@ def collect(store: DatasetStore, keys: list[str], target=None, cfg: CollectConfi
     cpu_models = check_collection_host(store.manifest(), _cpu_model(), allow_host_change)
     manifest_extra = {**(manifest_extra or {}), "cpu_models": cpu_models}
     target = target or host_target()
+    check_collection_mcpu(store.manifest(), target, allow_host_change)
     todo = [k for k in keys if not store.is_finished(k)]
     per_task = cfg.trials + cfg.random_samples
     done_records = sum(len(store.journal_records(k)) for k in todo)
