@@ -33,7 +33,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     c.add_argument("--seed", type=int, default=0)
     c.add_argument("--no-progress", action="store_true")
     c.add_argument("--allow-host-change", action="store_true",
-                   help="extend a dataset measured on another CPU model (its tasks' latencies then mix CPUs)")
+                   help="extend a dataset measured on another CPU model or generation (LLVM mcpu; its tasks' "
+                        "latencies then mix CPUs)")
     s = sub.add_parser("stats", help="counts of the dataset")
     s.add_argument("--root", default=DEFAULT_ROOT)
     s.add_argument("--json", action="store_true")
