@@ -166,7 +166,7 @@ def check_collection_mcpu(manifest: dict, target, allow: bool = False) -> None:
     another generation would rank programs built and timed on two machines against each other.
     """
     old = (manifest.get("target") or {}).get("mcpu")
-    new = dict(target.export()).get("mcpu") if hasattr(target, "export") else dict(target).get("mcpu")
+    new = dict(target.export()).get("mcpu")
     if old and new and old != new and not allow:
         from cwm.dataset.store import DatasetError
 
