@@ -17,6 +17,10 @@ training tasks (measured on Zen 5), the shipped ranker recipe, ranker seeds 0, 1
 search replay (the pool best over the best found after each round of 4 measured).
 
     PYTHONPATH=python .venv/bin/python bench/breadth_candidates.py [--zen4-data data/dataset_breadth_zen4]
+        [--rows zen5_32,zen4_64]
+
+``--rows`` measures only the rows named (``zen5_32``, the base of the replay's paired intervals,
+always among them).
 """
 from __future__ import annotations
 
@@ -63,8 +67,11 @@ def variants(breadth: list[dict], zen4: list[dict]) -> dict:
 def main(argv=None) -> int:
     from vector_alignment import network_and_replay, save_progress, stopwatch_log, training_arguments, training_setup
 
-    args = training_arguments(argv, __doc__, "probe_breadth_candidates.json",
+    args = training_arguments(argv, __doc__, "probe_breadth_candidates.json", lists=("rows",),
                               paths={"zen4-data": ROOT / "data" / "dataset_breadth_zen4"})
+    rows = args.rows or ["zen5_32", "zen4_64", "zen4_32"]
+    if "zen5_32" not in rows or not set(rows) <= {"zen5_32", "zen4_64", "zen4_32"}:
+        raise SystemExit(f"--rows {','.join(rows)}: name rows of zen5_32, zen4_64, zen4_32, zen5_32 among them")
     zen4_root = args.zen4_data
     from common import machine
 
@@ -81,6 +88,8 @@ def main(argv=None) -> int:
            "recollected_tasks": len(zen4), "network": {}, "replay": {}}
     curves = {}
     for name, fit_only in variants(breadth, zen4).items():
+        if name not in rows:
+            continue
         network_and_replay(out, curves, name, "zen5_32", tasks, fit_only, cfg, log)
         save_progress(args.out, out, start)
     return 0

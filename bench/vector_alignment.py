@@ -181,8 +181,10 @@ def stopwatch_log(start: float):
 
 
 def seed_line(network: dict) -> str:
-    """A :func:`network_cv` result as ``top-1/per-task top-1/pairwise`` for each ranker seed."""
-    return " ".join(f"{m['top1']:.3f}/{m['top1_task_mean']:.3f}/{m['pairwise_acc']:.4f}" for m in network.values())
+    """A :func:`network_cv` result as ``top-1/per-task top-1/pairwise`` for each ranker seed (the
+    counts that :func:`network_row` adds beside the seeds are left out)."""
+    return " ".join(f"{m['top1']:.3f}/{m['top1_task_mean']:.3f}/{m['pairwise_acc']:.4f}"
+                    for m in network.values() if isinstance(m, dict))
 
 
 def training_arguments(argv, doc: str, result: str, lists: tuple[str, ...] = (),
