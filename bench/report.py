@@ -220,6 +220,8 @@ def ranking_table(r) -> list[str]:
                        "evaluated; docs/status.md says what changed): rerun `cwm eval`")
     if r.get("skipped"):
         out[0] += f"; left out of this run: {', '.join(r['skipped'])} (`cwm eval --skip`)"
+    if r.get("timed_under_load"):
+        out[0] += f"; **the µs column was timed beside another job** ({r['timed_under_load']}): read it as an upper bound"
     for key, label in RANKING_ROWS:
         if key in m:
             x = m[key]
@@ -537,6 +539,14 @@ TABLES = (("ranking.json", ranking_table), ("probe_centring_design_space.json", 
           ("probe_network_rank.json", rank_transition_table), ("probe_network_state_h256.json", state_transition_table),
           ("probe.json", probe_table), ("corpus_breadth.json", corpus_breadth_table),
           ("transition_corpus.json", transition_corpus_table),
+          ("search_breadth64.json", captioned(search_table, "CWM whose ranker is refitted with the Zen 4 "
+                                               "re-collection of the breadth workloads (decision 70, chosen on "
+                                               "the training tasks; 220 workloads with ~60 candidates each, 37 as "
+                                               "before), against an `XGBModel` pre-trained on the same records, over "
+                                               "5 seeds, and sample efficiency on 3 tasks (issue #12). The `xgb` "
+                                               "runs (MetaSchedule's default, which reads no records) are those of "
+                                               "`search_locations.json`, re-measured together with the new `cwm` "
+                                               "and `xgb_pretrained` runs")),
           ("search_locations.json", captioned(search_table, "CWM whose ranker also reads each compute-at "
                                                "location in trace order (decision 67, chosen on the training "
                                                "tasks) at its default search over 5 seeds, and sample efficiency "

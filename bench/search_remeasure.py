@@ -7,6 +7,8 @@ tests replace.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import math
 import statistics
 import time
@@ -72,10 +74,18 @@ def remeasure(workload, candidates: dict, repeats: int = 20, min_repeat_ms: floa
     return out
 
 
+def trace_digests(cands: dict) -> dict:
+    """``{run id: sha256 of its best trace}`` (a trace is JSON text or a parsed list)."""
+    return {rid: hashlib.sha256((t if isinstance(t, str) else json.dumps(t, sort_keys=True)).encode()).hexdigest()
+            for rid, t in cands.items()}
+
+
 def remeasure_all(ckpt: Checkpoint, runs: dict, task_keys, workload_fn, remeasure_fn, repeats, min_repeat_ms,
                   names) -> dict:
     """Re-measure each task's best candidates (those of all its ``runs``); reuse a checkpointed
-    re-measurement of exactly the same candidates. Returns ``{run id: result}``."""
+    re-measurement of exactly the same candidates: the same run ids *and* the same programs (a
+    checkpoint copied from another search keeps its run ids for runs tuned again). Returns
+    ``{run id: result}``."""
     results = {}
     for i, key in enumerate(task_keys):
         cands = {rid: r["best_trace"] for rid, r in sorted(runs.items())
@@ -83,14 +93,16 @@ def remeasure_all(ckpt: Checkpoint, runs: dict, task_keys, workload_fn, remeasur
         if not cands:
             continue
         prev = ckpt.remeasures.get(key)
-        if prev and sorted(prev["candidates"]) == sorted(cands) and prev.get("repeats") == repeats:
+        if (prev and sorted(prev["candidates"]) == sorted(cands) and prev.get("repeats") == repeats
+                and prev.get("traces") == trace_digests(cands)):
             results.update(prev["results"])
             continue
         log(f"[re-measure {i + 1}/{len(task_keys)}] {names.get(key, key)}: {len(cands)} candidates x {repeats} "
             "interleaved rounds")
         start = time.perf_counter()
         res = remeasure_fn(workload_fn(key), cands, repeats=repeats, min_repeat_ms=min_repeat_ms)
-        ckpt.append({"kind": "remeasure", "task": key, "candidates": sorted(cands), "repeats": repeats,
+        ckpt.append({"kind": "remeasure", "task": key, "candidates": sorted(cands), "traces": trace_digests(cands),
+                     "repeats": repeats,
                      "min_repeat_ms": min_repeat_ms, "results": res, "wall_s": time.perf_counter() - start,
                      "loadavg": loadavg(), "date": now()})
         results.update(res)

@@ -255,3 +255,33 @@ def test_default_tuner_passes_the_profile_settings(search, monkeypatch):
     assert search_settings("fast") == FastSettings()
     with pytest.raises(ValueError, match="unknown search profile"):
         search_settings("nope")
+
+
+class RetunedTuner(FakeTuner):
+    """The same runs tuned again to other programs (another model, the same run ids)."""
+
+    def __call__(self, workload, *, method, seed, trials, work_dir):
+        out = super().__call__(workload, method=method, seed=seed, trials=trials, work_dir=work_dir)
+        out.best_trace = json.dumps([*json.loads(out.best_trace), "retuned"])
+        return out
+
+
+def test_a_copied_checkpoint_re_measures_runs_tuned_again(search, tmp_path):
+    """A checkpoint copied without CWM's runs keeps the old re-measurements, keyed by run ids
+    that the re-tuned runs share: they must not stand for the new programs (they once did, and a
+    report repeated the old search's figures)."""
+    fake_remeasure.calls = []
+    assert _main(search, tmp_path, FakeTuner()) == 0
+    ckpt = tmp_path / "search_runs.jsonl"
+    lines = [json.loads(line) for line in ckpt.read_text().splitlines()]
+    ckpt.write_text("".join(json.dumps(r) + "\n" for r in lines if r.get("method") != "cwm"))
+    before = len(fake_remeasure.calls)
+    again = RetunedTuner()
+    assert _main(search, tmp_path, again) == 0
+    assert {c[1] for c in again.calls} == {"cwm"}
+    assert len(fake_remeasure.calls) == before + 2  # both tasks re-measured with the new programs
+    runs = [json.loads(line) for line in ckpt.read_text().splitlines()]
+    latest = [r for r in runs if r["kind"] == "remeasure"][-2:]
+    assert all(len(r["traces"]) == len(r["candidates"]) for r in latest)
+    # and a fifth start reuses those
+    assert _main(search, tmp_path, FakeTuner()) == 0 and len(fake_remeasure.calls) == before + 2
