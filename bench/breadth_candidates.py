@@ -56,12 +56,16 @@ def recollected_tasks(root: str, breadth: list[dict], setup: dict, log) -> list[
     return out
 
 
+#: the rows of the bench, in order; ``zen5_32`` is the base of the replay's paired intervals
+ROWS = ("zen5_32", "zen4_64", "zen4_32")
+
+
 def variants(breadth: list[dict], zen4: list[dict]) -> dict:
     from ranker_data_scaling import subset
 
     again = {t["key"] for t in zen4}
     rest = [t for t in breadth if t["key"] not in again]
-    return {"zen5_32": breadth, "zen4_64": zen4 + rest, "zen4_32": subset(zen4, "records32") + rest}
+    return dict(zip(ROWS, (breadth, zen4 + rest, subset(zen4, "records32") + rest)))
 
 
 def main(argv=None) -> int:
@@ -69,9 +73,9 @@ def main(argv=None) -> int:
 
     args = training_arguments(argv, __doc__, "probe_breadth_candidates.json", lists=("rows",),
                               paths={"zen4-data": ROOT / "data" / "dataset_breadth_zen4"})
-    rows = args.rows or ["zen5_32", "zen4_64", "zen4_32"]
-    if "zen5_32" not in rows or not set(rows) <= {"zen5_32", "zen4_64", "zen4_32"}:
-        raise SystemExit(f"--rows {','.join(rows)}: name rows of zen5_32, zen4_64, zen4_32, zen5_32 among them")
+    rows = args.rows or list(ROWS)
+    if "zen5_32" not in rows or not set(rows) <= set(ROWS):
+        raise SystemExit(f"--rows {','.join(rows)}: name rows of {', '.join(ROWS)}, zen5_32 among them")
     zen4_root = args.zen4_data
     from common import machine
 

@@ -92,18 +92,16 @@ def remeasure_all(ckpt: Checkpoint, runs: dict, task_keys, workload_fn, remeasur
                  if r["task"] == key and r.get("best_trace")}
         if not cands:
             continue
-        prev = ckpt.remeasures.get(key)
-        if (prev and sorted(prev["candidates"]) == sorted(cands) and prev.get("repeats") == repeats
-                and prev.get("traces") == trace_digests(cands)):
+        prev, digests = ckpt.remeasures.get(key), trace_digests(cands)  # keyed by run id: both must match
+        if prev and prev.get("traces") == digests and prev.get("repeats") == repeats:
             results.update(prev["results"])
             continue
         log(f"[re-measure {i + 1}/{len(task_keys)}] {names.get(key, key)}: {len(cands)} candidates x {repeats} "
             "interleaved rounds")
         start = time.perf_counter()
         res = remeasure_fn(workload_fn(key), cands, repeats=repeats, min_repeat_ms=min_repeat_ms)
-        ckpt.append({"kind": "remeasure", "task": key, "candidates": sorted(cands), "traces": trace_digests(cands),
-                     "repeats": repeats,
-                     "min_repeat_ms": min_repeat_ms, "results": res, "wall_s": time.perf_counter() - start,
+        ckpt.append({"kind": "remeasure", "task": key, "candidates": sorted(cands), "traces": digests,
+                     "repeats": repeats, "min_repeat_ms": min_repeat_ms, "results": res, "wall_s": time.perf_counter() - start,
                      "loadavg": loadavg(), "date": now()})
         results.update(res)
     return results
