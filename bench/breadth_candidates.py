@@ -34,11 +34,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
 
-def recollected_tasks(root: str, breadth: list[dict], setup: dict, log) -> list[dict]:
+def recollected_tasks(root: str, breadth: list[dict], setup: dict, log, with_fb: bool = False) -> list[dict]:
     """The probe rows of every finished task of ``root`` that is a breadth task of ``setup``, with
-    that task's design-space reference and origin (the same workload, so the same reference)."""
+    that task's design-space reference and origin (the same workload, so the same reference);
+    ``with_fb``: also each task's action rows (``fb``, the same seeded subset as the rows)."""
+    from cwm import native
     from cwm.dataset.loader import DatasetLoader
-    from cwm.model.probe_features import task_representations
+    from cwm.model.probe_features import probe_subset, task_representations
 
     loader, by_key = DatasetLoader(root), {t["key"]: t for t in breadth}
     target = loader.store.manifest().get("target") or {"kind": "llvm"}
@@ -50,6 +52,8 @@ def recollected_tasks(root: str, breadth: list[dict], setup: dict, log) -> list[
                                       with_et=False, with_store=False)
         if arrays is not None:
             old = by_key[key]
+            if with_fb:
+                arrays["fb"] = native.featurize_batch([t.trace for t in probe_subset(loader.trajectories(key), 64, 0)])
             out.append({**arrays, **{f: old[f] for f in ("key", "weight", "networks", "origin", "ref")}})
         if (i + 1) % 50 == 0:
             log(f"{root}: {i + 1}/{len(keys)} tasks")

@@ -189,7 +189,10 @@ def breakdown_table(r) -> list[str]:
 
 #: "action features" = the action statistics and, from model v4 on, the trace structure (decision 44)
 RANKING_ROWS = (("cwm", "CWM (rollout ẑ_T − z_0 + action features; centred on the task's design space from "
-                         "2026-12-04, its µs then include drawing that reference)"), ("ms_xgb", "MetaSchedule XGBModel, trained offline"),
+                         "2026-12-04, its µs then include drawing that reference; from 2026-12-05 blended with "
+                         "its sequence head, decision 71)"),
+                ("cwm_ranker_only", "CWM's ranker alone (the shipped model without its sequence head)"),
+                ("ms_xgb", "MetaSchedule XGBModel, trained offline"),
                 ("no_transition", "no transition (E(s_0) + action features)"),
                 ("static_final", "static final state (E(s_T) − E(s_0) + action features)"),
                 ("sequence_only", "sequence only (TLP-style)"), ("random", "random"))

@@ -118,6 +118,10 @@ def main(argv=None) -> int:
     if args.extra_data:
         loader = open_datasets([args.data, *args.extra_data])
     model.ranker = fit_ranker(model, loader, _training_trajectories(loader, seed), cfg)
+    if model.sequence_head is not None:  # its blend holds the old ranker's spread
+        model.sequence_head = None
+        print("the sequence head is dropped (its blend was fitted beside the old ranker): "
+              "run tools/fit_sequence_head.py again")
     features = "dz = z_T - z_0, action stats, trace structure, " + "".join(f"{f}, " for f in model.columns)
     model.meta["ranker_refit"] = {"features": features + "hardware",
                                   "objective": cfg.objective, "grades": cfg.grades,

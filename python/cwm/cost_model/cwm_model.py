@@ -124,9 +124,11 @@ def _unb64(text: str, dtype, shape) -> np.ndarray:
 
 
 def prior_fingerprint(model_dir) -> str:
-    """SHA-256 over the files that define a model directory's scores (manifest, TransH, ranker)."""
+    """SHA-256 over the files that define a model directory's scores (manifest, TransH, ranker,
+    the sequence head of a v6 model)."""
     h = hashlib.sha256()
-    for name in ("manifest.json", "transition.safetensors", "ranker.json", "ranker.json.config"):
+    for name in ("manifest.json", "transition.safetensors", "ranker.json", "ranker.json.config",
+                 "sequence.safetensors"):
         path = Path(model_dir) / name
         h.update(name.encode())
         h.update(path.read_bytes() if path.exists() else b"")
@@ -185,7 +187,7 @@ class CWMCostModel(PyCostModel):
         z0 = wm.z0(workload)
         reference = wm.reference(workload, target) if wm.centring else None
         feats = wm.features(wm.rollout(z0, fb, num_threads=self.num_threads), fb, target, z0, reference)
-        return feats, np.asarray(wm.ranker.predict(feats), np.float64)
+        return feats, np.asarray(wm.margins(feats, fb), np.float64)
 
     def margins(self, workload, traces, target) -> np.ndarray:
         """Log-scores of trace JSON texts of ``workload``: prior + ``w(n)`` * the task's residual."""

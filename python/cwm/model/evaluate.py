@@ -3,7 +3,9 @@
 Every model ranks the measured candidates of each test task; metrics come from
 :mod:`cwm.model.metrics`. Models compared (issue #4), all trained on the same training split:
 
-* ``cwm``           - the world model: ranker on the rolled-out ``ẑ_T - z_0`` + action stats + hardware
+* ``cwm``           - the world model: ranker on the rolled-out ``ẑ_T - z_0`` + action stats + hardware,
+  blended with its sequence head in a v6 model (:mod:`cwm.model.sequence_head`)
+* ``cwm_ranker_only`` - a v6 model without its head: the ranker alone
 * ``no_transition`` - the same ranker recipe on ``E(s_0)`` + action stats (no rollout)
 * ``static_final``  - the same ranker recipe on ``E(s_T) - E(s_0)`` of the real final TIR (a static snapshot)
 * ``ms_xgb``        - MetaSchedule's own ``XGBModel`` (per-store features), trained offline on the
@@ -113,6 +115,10 @@ def evaluate(root, model_dir, seed: int = 0, log=print, state_cache=None, extra_
         log(f"{name}: {results[name]}")
 
     run("cwm", lambda t: model.score(loader.workload(t["key"]), [x.trace for x in t["trajs"]], target))
+    if model.sequence_head is not None:  # a v6 model: what its rollout ranker gives without the head
+        head, model.sequence_head = model.sequence_head, None
+        run("cwm_ranker_only", lambda t: model.score(loader.workload(t["key"]), [x.trace for x in t["trajs"]], target))
+        model.sequence_head = head
 
     # The baselines get the same ranker recipe. "no transition" sees E(s_0) itself (its
     # displacement would be 0); "static final" sees E(s_T) - E(s_0), as CWM sees ẑ_T - z_0.

@@ -122,21 +122,28 @@ class _Stages:
 
 def fit_ranker(model, loader, by_task: dict, rcfg: RankerConfig):
     """Phase 3: the LambdaRank ranker on every training trajectory, one query group per task."""
-    from cwm import native
     from cwm.model.ranker import Ranker
+
+    feats, lats, groups_idx = [], [], []
+    for gi, (_, trajs, _, rows) in enumerate(ranker_rows(model, loader, by_task)):
+        feats.append(rows)
+        lats.append([t.latency for t in trajs])
+        groups_idx.append(np.full(len(trajs), gi))
+    return Ranker(rcfg).fit(np.concatenate(feats), np.concatenate(lats), np.concatenate(groups_idx))
+
+
+def ranker_rows(model, loader, by_task: dict):
+    """``(key, trajectories, FeatureBatch, ranker rows)`` of every task of ``by_task``, in key order."""
+    from cwm import native
     from cwm.target_spec import host_target
 
     target = loader.store.manifest().get("target") or json.loads(str(host_target()))
-    feats, lats, groups_idx = [], [], []
-    for gi, (key, trajs) in enumerate(sorted(by_task.items())):
+    for key, trajs in sorted(by_task.items()):
         fb = native.featurize_batch([t.trace for t in trajs])
         workload = loader.workload(key)
         z0 = model.z0(workload)
         reference = model.reference(workload, target) if model.centring else None
-        feats.append(model.features(model.rollout(z0, fb), fb, target, z0, reference))
-        lats.append([t.latency for t in trajs])
-        groups_idx.append(np.full(len(trajs), gi))
-    return Ranker(rcfg).fit(np.concatenate(feats), np.concatenate(lats), np.concatenate(groups_idx))
+        yield key, trajs, fb, model.features(model.rollout(z0, fb), fb, target, z0, reference)
 
 
 def train_world_model(root, out_dir, cfg: TrainConfig = TrainConfig(), log=print) -> dict:

@@ -14,6 +14,8 @@ Model directory (``save``/``load``)::
     encoder/               StateEncoder.save (safetensors + tokenizer)
     transition.safetensors TransH weights
     ranker.json            XGBoost model (+ ranker.json.config)
+    sequence.safetensors   v6: the sequence head (:mod:`cwm.model.sequence_head`), blended into
+                           the ranker's margin
 """
 from __future__ import annotations
 
@@ -31,7 +33,10 @@ FORMAT, VERSION = "cwm-world-model", 4
 #: v5 = v4 whose TransH reads the state (``TransitionConfig.state_dependent``): a scorer that
 #: reads only v4 refuses it instead of ignoring the field and rolling out the plain form
 STATE_READ_VERSION = 5
-READS = (3, 4, 5)  # versions this cwm scores with (3 without the trace structure)
+#: v6 = v4 with a sequence head (:mod:`cwm.model.sequence_head`): a scorer that reads only v4/v5
+#: refuses it instead of scoring without the head
+SEQUENCE_HEAD_VERSION = 6
+READS = (3, 4, 5, 6)  # versions this cwm scores with (3 without the trace structure)
 
 
 def feature_names(dim: int, structure: bool = True, centred: bool = False, columns=()) -> list[str]:
@@ -48,8 +53,9 @@ def feature_names(dim: int, structure: bool = True, centred: bool = False, colum
 
 class WorldModel:
     def __init__(self, encoder, transition, tcfg: TransitionConfig, ranker, meta: dict | None = None,
-                 structure: bool = True, columns=()):
+                 structure: bool = True, columns=(), sequence_head=None):
         self.encoder, self.transition, self.tcfg, self.ranker = encoder, transition, tcfg, ranker
+        self.sequence_head = sequence_head  # a SequenceHead (model v6) or None
         self.meta = meta or {}
         self.structure = structure  # the ranker's rows include the trace structure (model v4)
         self.columns = columns  # ... and these trace-column families (manifest flags); see the setter
@@ -171,6 +177,14 @@ class WorldModel:
         dz = z_t.astype(np.float32) - np.asarray(z0, np.float32)
         return np.concatenate([dz, *stats, hw], 1)
 
+    def margins(self, features: np.ndarray, fb) -> np.ndarray:
+        """The ranker's margins of ranker rows ``features``, blended with the sequence head's
+        scores of the same candidates' actions ``fb`` when the model has one (v6)."""
+        ranker = self.ranker.predict(features)
+        if self.sequence_head is None:
+            return ranker
+        return self.sequence_head.margins(ranker, fb)
+
     def score(self, workload, traces, target) -> np.ndarray:
         """Scores of candidate traces (JSON texts) of one workload; higher = predicted faster."""
         from cwm import native
@@ -178,7 +192,7 @@ class WorldModel:
         fb = native.featurize_batch(traces)
         z0 = self.z0(workload)
         reference = self.reference(workload, target) if self.centring else None
-        return self.ranker.predict(self.features(self.rollout(z0, fb), fb, target, z0, reference))
+        return self.margins(self.features(self.rollout(z0, fb), fb, target, z0, reference), fb)
 
     # ------------------------------------------------------------------ files
     def save(self, directory) -> None:
@@ -195,7 +209,16 @@ class WorldModel:
         if self.columns and not self.structure:
             raise ValueError(f"the trace-column families ({', '.join(self.columns)}) come after the trace "
                              "structure (model v4 and later)")
-        version = STATE_READ_VERSION if self.tcfg.state_dependent else VERSION if self.structure else 3
+        if self.sequence_head is not None and (self.tcfg.state_dependent or not self.structure):
+            raise ValueError("a sequence head (model v6) goes with a v4 model: the trace structure, a plain TransH")
+        version = (SEQUENCE_HEAD_VERSION if self.sequence_head is not None else STATE_READ_VERSION
+                   if self.tcfg.state_dependent else VERSION if self.structure else 3)
+        from cwm.model import sequence_head
+
+        self.meta.pop(sequence_head.META_KEY, None)
+        (d / sequence_head.FILE).unlink(missing_ok=True)
+        if self.sequence_head is not None:
+            self.meta[sequence_head.META_KEY] = self.sequence_head.save(d)
         manifest = {"format": FORMAT, "version": version, "transition": self.tcfg.to_dict(),
                     "feature_names": feature_names(self.tcfg.dim, self.structure, bool(self.centring), self.columns),
                     **{family: True for family in self.columns},
@@ -238,6 +261,13 @@ class WorldModel:
                    *trace_columns.FAMILIES)  # save() writes these
         meta = {k: v for k, v in manifest.items() if k not in derived}
         structure = refit_ranker or manifest["version"] >= 4
+        head = None
+        if manifest["version"] == SEQUENCE_HEAD_VERSION:
+            from cwm.model.sequence_head import META_KEY, SequenceHead
+
+            if META_KEY not in meta:
+                raise ValueError(f"{d}: a v6 model without its manifest's {META_KEY}")
+            head = SequenceHead.load(d, meta[META_KEY])
         for family in trace_columns.FAMILIES:
             if manifest.get(family, False) not in (True, False):
                 raise ValueError(f"{d}: the manifest's {family} must be true or false")
@@ -245,4 +275,4 @@ class WorldModel:
         if not refit_ranker and manifest.get("feature_names") != feature_names(
                 tcfg.dim, structure, bool(meta.get("centring")), columns):
             raise ValueError(f"{d}: the manifest's feature_names are not model v{manifest['version']}'s")
-        return cls(encoder, transition, tcfg, Ranker.load(str(d / "ranker.json")), meta, structure, columns)
+        return cls(encoder, transition, tcfg, Ranker.load(str(d / "ranker.json")), meta, structure, columns, head)

@@ -162,12 +162,18 @@ class SequenceBaseline:
         torch.set_num_threads(self.cfg.threads)
         return prev
 
-    def fit(self, train_tasks) -> "SequenceBaseline":
-        import torch
-
+    def build(self):
+        """A fresh (untrained) scorer module of :attr:`cfg` as :attr:`model`, returned (a saved
+        one's weights are then loaded into it: :mod:`cwm.model.sequence_head`)."""
         global _MODULE
         if _MODULE is None:
             _MODULE = _torch_module()
+        self.model = _MODULE(self.cfg)
+        return self.model
+
+    def fit(self, train_tasks) -> "SequenceBaseline":
+        import torch
+
         tasks = []
         for t in train_tasks:
             lat = np.asarray(t["lat"], np.float64)
@@ -181,7 +187,7 @@ class SequenceBaseline:
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(self.seed)
                 rng = np.random.default_rng(self.seed)
-                self.model = _MODULE(self.cfg)
+                self.build()
                 opt = torch.optim.AdamW(self.model.parameters(), lr=self.cfg.lr, weight_decay=self.cfg.weight_decay)
                 self.model.train()
                 out_of_time = False

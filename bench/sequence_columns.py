@@ -1,0 +1,118 @@
+"""Is the TLP-style sequence model ahead of CWM's ranker on the training tasks too, and does CWM
+gain from blending it in (:mod:`cwm.model.sequence_head`)? Measured on the training tasks only (issue #12; docs/decisions.md §71).
+
+Held out, the sequence-only baseline (:class:`cwm.model.baselines.sequence_model.SequenceBaseline`,
+a GRU over the action rows trained with a pairwise loss) passed CWM on every column (decision 70).
+This bench puts both in decision 52's protocol: leave one network out over the zoo's training
+tasks, the breadth tasks fitted on in every fold (as shipped: each re-collected task with its Zen 4
+candidates, the others from ``data/dataset_breadth``), the probe's rows (≤ 64 candidates a task).
+In each fold, for each seed, the shipped ranker recipe and the sequence model are fitted on the
+same tasks and score the validated network. Rows:
+
+* ``ranker``: CWM's ranker (``[ẑ_T - z_0, stats]``, centred by the design-space reference);
+* ``sequence``: the sequence model alone;
+* ``blend_<w>``: ``(1 - w)`` × the ranker's score + ``w`` × the sequence model's, each in units
+  of its spread within a task (the mean over the fold's fitting tasks of the standard deviation
+  of their in-sample scores): constants of the fold, so a candidate's score does not depend on
+  the others scored with it, as in search;
+* ``zblend_<w>``: the same with each score standardised within the validated task itself.
+
+Nothing of either blend is learned from the validated network.
+
+    PYTHONPATH=python .venv/bin/python bench/sequence_columns.py [--seeds 0,1,2] [--epochs 40]
+        [--out bench/results/probe_sequence_network.json]
+
+The result is written after every seed; a run that is stopped starts again from the beginning.
+"""
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+BLEND_WEIGHTS = (0.25, 0.5, 0.75)
+
+
+def standardised(scores: np.ndarray) -> np.ndarray:
+    """``scores`` less their mean over the task, in units of their spread (all zero when constant)."""
+    scores = np.asarray(scores, np.float64)
+    spread = scores.std()
+    return (scores - scores.mean()) / spread if spread > 0 else np.zeros_like(scores)
+
+
+def fold_scores(tasks, fit_only, cfg, seed: int, epochs: int, log) -> dict[str, list]:
+    """``{row: [(latencies, scores, weight) of every validated task]}`` over the network folds."""
+    from vector_alignment import fit, rows
+
+    from cwm.model.baselines.sequence_model import SequenceBaseline
+    from cwm.model.probe import folds_of
+    from cwm.model.sequence_head import SequenceBlend, within_task_spread
+
+    scored: dict[str, list] = {"ranker": [], "sequence": [], **{f"{kind}_{w}": [] for kind in ("blend", "zblend")
+                                                                 for w in BLEND_WEIGHTS}}
+    for network, val_keys in folds_of(tasks, "network", 5, 0):
+        fitting = [t for t in tasks if t["key"] not in set(val_keys)] + fit_only
+        ranker = fit(fitting, dataclasses.replace(cfg, seed=seed))
+        started = time.perf_counter()
+        sequence = SequenceBaseline(seed=seed, epochs=epochs, time_budget_s=float("inf")).fit(fitting)
+        log(f"seed {seed}, without {network}: sequence model fitted in {time.perf_counter() - started:.0f} s "
+            f"({sequence.steps} steps, loss {sequence.history[0]:.4f} -> {sequence.history[-1]:.4f})")
+        spreads = (within_task_spread([np.asarray(ranker.predict(rows(t)), np.float64) for t in fitting]),
+                   within_task_spread([sequence.score(t) for t in fitting]))
+        log(f"seed {seed}, without {network}: in-sample spreads ranker {spreads[0]:.4f}, sequence {spreads[1]:.4f}")
+        for t in tasks:
+            if t["key"] in set(val_keys):
+                r, s = np.asarray(ranker.predict(rows(t)), np.float64), sequence.score(t)
+                scored["ranker"].append((t["lat"], r, t["weight"]))
+                scored["sequence"].append((t["lat"], s, t["weight"]))
+                for w in BLEND_WEIGHTS:
+                    scored[f"blend_{w}"].append((t["lat"], SequenceBlend(w, *spreads)(r, s), t["weight"]))
+                    zblend = SequenceBlend(w, 1.0, 1.0)(standardised(r), standardised(s))
+                    scored[f"zblend_{w}"].append((t["lat"], zblend, t["weight"]))
+    return scored
+
+
+def main(argv=None) -> int:
+    from breadth_candidates import recollected_tasks, variants
+    from common import machine
+    from vector_alignment import save_progress, stopwatch_log, training_arguments, training_setup
+
+    from cwm.model.metrics import summarize
+
+    args = training_arguments(argv, __doc__, "probe_sequence_network.json", lists=("seeds",),
+                              paths={"zen4-data": ROOT / "data" / "dataset_breadth_zen4", "epochs": 40})
+    seeds = [int(s) for s in (args.seeds or ["0", "1", "2"])]
+    start = time.perf_counter()
+    log = stopwatch_log(start)
+    setup = training_setup(args.data, args.fit_only_data, with_fb=True)
+    tasks, cfg = setup["tasks"], setup["model"].ranker.cfg
+    zen4 = recollected_tasks(args.zen4_data, setup["fit_only"], setup, log, with_fb=True)
+    fit_only = variants(setup["fit_only"], zen4)["zen4_64"]
+    log(f"{len(tasks)} zoo tasks validated, {len(fit_only)} breadth tasks fitted on "
+        f"({sum(len(t['lat']) for t in fit_only)} rows)")
+    out = {"benchmark": "probe_sequence_network", "date": time.strftime("%Y-%m-%d"), "machine": machine(),
+           "split": "train", "protocol": "leave one network out, the breadth tasks fitted on",
+           "model_fingerprint": setup["fingerprint"], "tasks": len(tasks), "fit_only_tasks": len(fit_only),
+           "sequence_epochs": int(args.epochs), "blend": "(1 - w) ranker + w (ranker spread / sequence spread) sequence; the spreads: "
+                    "in-sample, the fold's fitting tasks (zblend: each score standardised within the task)",
+           "network": {}}
+    for seed in seeds:
+        scored = fold_scores(tasks, fit_only, cfg, seed, int(args.epochs), log)
+        for row, results in scored.items():
+            out["network"].setdefault(row, {})[f"seed_{seed}"] = summarize(results)
+        log(f"seed {seed}: " + "  ".join(f"{row} {m[f'seed_{seed}']['top1']:.3f}/"
+                                         f"{m[f'seed_{seed}']['top1_task_mean']:.3f}/"
+                                         f"{m[f'seed_{seed}']['pairwise_acc']:.4f}"
+                                         for row, m in out["network"].items()))
+        save_progress(args.out, out, start)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
