@@ -542,6 +542,12 @@ TABLES = (("ranking.json", ranking_table), ("probe_centring_design_space.json", 
           ("probe_network_rank.json", rank_transition_table), ("probe_network_state_h256.json", state_transition_table),
           ("probe.json", probe_table), ("corpus_breadth.json", corpus_breadth_table),
           ("transition_corpus.json", transition_corpus_table),
+          ("search_v6.json", captioned(search_table, "CWM v6, its ranker's margin blended with a GRU sequence "
+                                        "head over the same actions (decision 71, chosen on the training tasks), "
+                                        "against an `XGBModel` pre-trained on the same records, over 5 seeds, and "
+                                        "sample efficiency on 3 tasks (issue #12). The `xgb` and `xgb_pretrained` "
+                                        "runs are those of `search_breadth64.json`, re-measured together with the "
+                                        "new `cwm` runs")),
           ("search_breadth64.json", captioned(search_table, "CWM whose ranker is refitted with the Zen 4 "
                                                "re-collection of the breadth workloads (decision 70, chosen on "
                                                "the training tasks; 220 workloads with ~60 candidates each, 37 as "
