@@ -11,6 +11,7 @@
 #include "compute_locations.h"
 #include "featurize.h"
 #include "forest.h"
+#include "sequence.h"
 #include "trace_structure.h"
 #include "vector_alignment.h"
 #include "transition.h"
@@ -157,6 +158,72 @@ class TransitionCore {
   std::mutex mu_;
 };
 
+// The sequence head's scorer (cwm.model.sequence_head): weights by name, as
+// cwm.model.sequence_head.numpy_weights gives them.
+class SequenceCore {
+ public:
+  SequenceCore(py::dict weights, int hash_buckets, int small_vocab) {
+    auto get = [&](const char* k) {
+      if (!weights.contains(k)) throw py::value_error(std::string("sequence weights lack '") + k + "'");
+      return F32::ensure(weights[k]);
+    };
+    F32 kind = get("kind");
+    if (kind.ndim() != 2) throw py::value_error("kind must be 2-D");
+    const py::ssize_t D = kind.shape(1);
+    cwm::TransitionWeights& e = w_.embed;
+    e.dim = e.hidden = w_.dim = static_cast<int>(D);
+    e.hash_buckets = hash_buckets, e.small_vocab = small_vocab, e.num_kinds = static_cast<int>(kind.shape(0));
+    e.kind = Flat(kind, {e.num_kinds, D}, "kind");
+    e.hashed = Flat(get("hashed"), {cwm::kHashColumns, hash_buckets, D}, "hashed");
+    e.small = Flat(get("small"), {cwm::kSmallColumns, small_vocab, D}, "small");
+    e.numbers_w = Flat(get("numbers_w"), {D, cwm::kNumNumbers}, "numbers_w");
+    e.numbers_b = Flat(get("numbers_b"), {D}, "numbers_b");
+    w_.ln_w = Flat(get("ln_w"), {D}, "ln_w");
+    w_.ln_b = Flat(get("ln_b"), {D}, "ln_b");
+    w_.w_ih = Flat(get("w_ih"), {3 * D, D}, "w_ih");
+    w_.w_hh = Flat(get("w_hh"), {3 * D, D}, "w_hh");
+    w_.b_ih = Flat(get("b_ih"), {3 * D}, "b_ih");
+    w_.b_hh = Flat(get("b_hh"), {3 * D}, "b_hh");
+    w_.head_w = Flat(get("head_w"), {D, 2 * D}, "head_w");
+    w_.head_b = Flat(get("head_b"), {D}, "head_b");
+    w_.out_w = Flat(get("out_w"), {D}, "out_w");
+    w_.out_b = Flat(get("out_b"), {1}, "out_b")[0];
+    try {
+      w_.Prepare();
+    } catch (const std::invalid_argument& e) {
+      throw py::value_error(e.what());
+    }
+  }
+
+  py::array_t<double> Scores(const py::array& ints_in, const py::array& nums_in, const py::array& lengths_in) {
+    if (!py::isinstance<py::array_t<float>>(nums_in)) throw py::value_error("numbers must be a float32 array");
+    if (!py::isinstance<py::array_t<int32_t>>(ints_in) || !py::isinstance<py::array_t<int32_t>>(lengths_in))
+      throw py::value_error("ints and lengths must be int32 arrays");
+    F32 nums = F32::ensure(nums_in);
+    I32 ints = I32::ensure(ints_in), lengths = I32::ensure(lengths_in);
+    py::ssize_t T = CheckActionArrays(ints, nums), B = ints.shape(0);
+    if (lengths.ndim() != 1 || lengths.shape(0) != B)
+      throw py::value_error("lengths must have shape (" + std::to_string(B) + ",), got " + ShapeOf(lengths));
+    py::array_t<double> out(std::vector<py::ssize_t>{B});
+    const int32_t *ip = ints.data(), *lp = lengths.data();
+    const float* np_ = nums.data();
+    double* op = out.mutable_data();
+    {
+      py::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(mu_);  // the input cache is shared by calls
+      cwm::SequenceScores(w_, ip, np_, lp, static_cast<int>(B), static_cast<int>(T), op, &cache_);
+    }
+    return out;
+  }
+
+  size_t cache_size() const { return cache_.size(); }
+
+ private:
+  cwm::SequenceWeights w_;
+  cwm::SequenceInputCache cache_;
+  std::mutex mu_;
+};
+
 // Per-trace features of a padded batch: `width` floats a trace from `fn` (a *Stats function).
 template <typename Fn>
 py::array_t<float> PerTraceStats(const py::array& ints_in, const py::array& nums_in, const py::array& len_in,
@@ -246,6 +313,11 @@ PYBIND11_MODULE(_native, m) {
            py::arg("all_states") = false, py::arg("num_threads") = 1,
            "z0 [B,D] f32, ints [B,T,14] i32, numbers [B,T,10] f32 -> z_T [B,D] (or all states [B,T+1,D])")
       .def_property_readonly("cache_size", &TransitionCore::cache_size);
+  py::class_<SequenceCore>(m, "SequenceCore")
+      .def(py::init<py::dict, int, int>(), py::arg("weights"), py::arg("hash_buckets"), py::arg("small_vocab"))
+      .def("scores", &SequenceCore::Scores, py::arg("ints"), py::arg("numbers"), py::arg("lengths"),
+           "ints [B,T,14] i32, numbers [B,T,10] f32, lengths [B] i32 -> the sequence head's scores [B] f64")
+      .def_property_readonly("cache_size", &SequenceCore::cache_size);
   m.def("sequence_stats", &SequenceStatsPy, py::arg("ints"), py::arg("numbers"), py::arg("lengths"),
         "Ranker features of action sequences (twin of cwm.model.action_stats.sequence_stats)");
   m.def("structure_stats", &StructureStatsPy, py::arg("ints"), py::arg("numbers"), py::arg("lengths"),

@@ -18,6 +18,8 @@ void Expect(bool ok, const std::string& what) {
   if (!ok) throw std::invalid_argument("transition weights: " + what);
 }
 
+}  // namespace
+
 // One action -> its hidden pre-activation embed(a) [hidden].
 void ActionEmbedding(const TransitionWeights& W, const int32_t* row, const float* nums, double* x) {
   const int H = W.hidden;
@@ -47,6 +49,8 @@ void ActionEmbedding(const TransitionWeights& W, const int32_t* row, const float
     for (int h = 0; h < H; ++h) x[h] += e[h];
   }
 }
+
+namespace {
 
 // Hidden activation relu(x) [hidden] -> (w [dim], d [dim]) into wd [2 * dim]; y is scratch [2 * dim].
 // y[o] = out_b[o] + sum_h out_w[o, h] x[h], summed over h in order (as one accumulator per o).

@@ -51,6 +51,11 @@ class ActionParamCache {
   std::vector<double> params_;                       // [w (dim), d (dim)] or [embed (hidden)] per entry
 };
 
+// One action row (kIntColumns ints, kNumNumbers numbers) -> its embedding embed(a) [hidden]: the
+// sum of the kind, hashed and small-int embeddings and the linear map of the log numbers. Reads
+// kind, hashed, small, numbers_w and numbers_b only (the sequence head shares it).
+void ActionEmbedding(const TransitionWeights& W, const int32_t* row, const float* nums, double* x);
+
 // Rolls `batch` states z0 [batch, dim] through actions ints [batch, steps, kIntColumns] and
 // numbers [batch, steps, kNumNumbers]; writes z_T [batch, dim] or, with all_states, every
 // state [batch, steps + 1, dim] into `out`. Rows with kind == <pad> keep the state.

@@ -86,6 +86,18 @@ def transition_core(weights: dict, cfg):
                                  cfg.state_dependent)
 
 
+def sequence_core(weights: dict, hash_buckets: int, small_vocab: int):
+    """A native scorer of the sequence head holding ``weights`` (from
+    ``cwm.model.sequence_head.numpy_weights``)."""
+    return load().SequenceCore({k: np.ascontiguousarray(v, np.float32) for k, v in weights.items()},
+                               hash_buckets, small_vocab)
+
+
+def sequence_scores(core, fb) -> np.ndarray:
+    """The sequence head's scores ``[B]`` (float64) of a :class:`FeatureBatch` by a :func:`sequence_core`."""
+    return core.scores(*_action_arrays(fb))
+
+
 def _action_arrays(fb) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """A :class:`FeatureBatch`'s ``(ints, numbers, lengths)`` as the contiguous dtypes the core takes."""
     return (np.ascontiguousarray(fb.ints, np.int32), np.ascontiguousarray(fb.numbers, np.float32),

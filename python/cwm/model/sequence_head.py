@@ -11,8 +11,10 @@ in-sample scores within a task. The spreads are constants of the model, so a can
 does not depend on the others scored with it (search compares margins across calls), and the
 margin stays in the ranker's units (the online residual of the cost model keeps its scale).
 
-Scoring reads the candidate's actions only: no replay, no program (DESIGN.md §5). The head runs
-in PyTorch; the standalone C++ scorer reads models up to v5 and refuses a v6 directory.
+Scoring reads the candidate's actions only: no replay, no program (DESIGN.md §5). The head is
+trained in PyTorch and scored by the native core (``cwm.native.sequence_core``, in double, the
+PyTorch module its specification, parity-tested); the standalone C++ scorer reads models up to v5
+and refuses a v6 directory.
 
 Files: ``sequence.safetensors`` (the GRU scorer's weights) and the manifest's ``sequence_head``
 (``weight``, both spreads, the :class:`~cwm.model.baselines.sequence_model.SequenceConfig`, seed
@@ -50,14 +52,44 @@ def within_task_spread(scores: list[np.ndarray]) -> float:
     return float(np.mean(spreads))
 
 
+def numpy_weights(sequence) -> dict:
+    """The native core's weights of a one-layer GRU :class:`SequenceBaseline`'s trained module."""
+    cfg = sequence.cfg
+    if cfg.encoder != "gru" or cfg.layers != 1:
+        raise ValueError(f"the native core scores a one-layer GRU head; this one is {cfg.layers} x {cfg.encoder!r}")
+    sd = {k: v.detach().cpu().numpy().astype(np.float32) for k, v in sequence.model.state_dict().items()}
+    hashed = sorted(k for k in sd if k.startswith("actions.hashed."))
+    small = sorted(k for k in sd if k.startswith("actions.small."))
+    by_index = lambda keys: sorted(keys, key=lambda k: int(k.split(".")[2]))  # noqa: E731
+    return {"kind": sd["actions.kind.weight"],
+            "hashed": np.stack([sd[k] for k in by_index(hashed)]), "small": np.stack([sd[k] for k in by_index(small)]),
+            "numbers_w": sd["actions.numbers.weight"], "numbers_b": sd["actions.numbers.bias"],
+            "ln_w": sd["norm.weight"], "ln_b": sd["norm.bias"],
+            "w_ih": sd["seq.weight_ih_l0"], "w_hh": sd["seq.weight_hh_l0"],
+            "b_ih": sd["seq.bias_ih_l0"], "b_hh": sd["seq.bias_hh_l0"],
+            "head_w": sd["head.0.weight"], "head_b": sd["head.0.bias"],
+            "out_w": sd["head.3.weight"][0], "out_b": sd["head.3.bias"]}
+
+
 class SequenceHead:
     """A trained sequence scorer and the blend that mixes it into the ranker's margin."""
 
     def __init__(self, sequence, blend: SequenceBlend):
         self.sequence, self.blend = sequence, blend
+        self._core = None  # the native scorer, built on first use
+
+    def scores(self, fb) -> np.ndarray:
+        """The head's scores of a :class:`FeatureBatch` (native core; ``self.sequence.score`` is
+        the PyTorch specification)."""
+        from cwm import native
+
+        if self._core is None:
+            cfg = self.sequence.cfg
+            self._core = native.sequence_core(numpy_weights(self.sequence), cfg.hash_buckets, cfg.small_vocab)
+        return native.sequence_scores(self._core, fb)
 
     def margins(self, ranker_margin: np.ndarray, fb) -> np.ndarray:
-        return self.blend(ranker_margin, self.sequence.score({"fb": fb}))
+        return self.blend(ranker_margin, self.scores(fb))
 
     def meta(self) -> dict:
         return {"weight": self.blend.weight, "ranker_spread": self.blend.ranker_spread,
