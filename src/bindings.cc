@@ -93,24 +93,37 @@ py::ssize_t CheckActionArrays(const I32& ints, const F32& nums) {
   return T;
 }
 
+F32 Weight(const py::dict& weights, const char* key, const char* what) {
+  if (!weights.contains(key)) throw py::value_error(std::string(what) + " weights lack '" + key + "'");
+  return F32::ensure(weights[key]);
+}
+
+// The action embedding's weights (kind [num_kinds, H], hashed, small, numbers_w, numbers_b) into
+// `w`, with its hidden width H and vocabulary sizes.
+void LoadActionEmbedding(const py::dict& weights, int hash_buckets, int small_vocab, const char* what,
+                         cwm::TransitionWeights& w) {
+  F32 kind = Weight(weights, "kind", what);
+  if (kind.ndim() != 2) throw py::value_error("kind must be 2-D");
+  w.hash_buckets = hash_buckets, w.small_vocab = small_vocab;
+  w.num_kinds = static_cast<int>(kind.shape(0)), w.hidden = static_cast<int>(kind.shape(1));
+  const py::ssize_t H = w.hidden;
+  w.kind = Flat(kind, {w.num_kinds, H}, "kind");
+  w.hashed = Flat(Weight(weights, "hashed", what), {cwm::kHashColumns, hash_buckets, H}, "hashed");
+  w.small = Flat(Weight(weights, "small", what), {cwm::kSmallColumns, small_vocab, H}, "small");
+  w.numbers_w = Flat(Weight(weights, "numbers_w", what), {H, cwm::kNumNumbers}, "numbers_w");
+  w.numbers_b = Flat(Weight(weights, "numbers_b", what), {H}, "numbers_b");
+}
+
 class TransitionCore {
  public:
   TransitionCore(py::dict weights, int dim, int hash_buckets, int small_vocab, bool normalize_state,
                  bool state_dependent) {
-    auto get = [&](const char* k) {
-      if (!weights.contains(k)) throw py::value_error(std::string("transition weights lack '") + k + "'");
-      return F32::ensure(weights[k]);
-    };
-    F32 kind = get("kind"), out_w = get("out_w");
-    if (kind.ndim() != 2 || out_w.ndim() != 2) throw py::value_error("kind and out_w must be 2-D");
-    w_.dim = dim, w_.hash_buckets = hash_buckets, w_.small_vocab = small_vocab, w_.normalize_state = normalize_state;
-    w_.num_kinds = static_cast<int>(kind.shape(0)), w_.hidden = static_cast<int>(kind.shape(1));
+    auto get = [&](const char* k) { return Weight(weights, k, "transition"); };
+    LoadActionEmbedding(weights, hash_buckets, small_vocab, "transition", w_);
+    F32 out_w = get("out_w");
+    if (out_w.ndim() != 2) throw py::value_error("out_w must be 2-D");
+    w_.dim = dim, w_.normalize_state = normalize_state;
     py::ssize_t H = w_.hidden;
-    w_.kind = Flat(kind, {w_.num_kinds, H}, "kind");
-    w_.hashed = Flat(get("hashed"), {cwm::kHashColumns, hash_buckets, H}, "hashed");
-    w_.small = Flat(get("small"), {cwm::kSmallColumns, small_vocab, H}, "small");
-    w_.numbers_w = Flat(get("numbers_w"), {H, cwm::kNumNumbers}, "numbers_w");
-    w_.numbers_b = Flat(get("numbers_b"), {H}, "numbers_b");
     w_.out_w = Flat(out_w, {2 * dim, H}, "out_w");
     w_.out_b = Flat(get("out_b"), {2 * dim}, "out_b");
     w_.state_dependent = state_dependent;
@@ -163,21 +176,11 @@ class TransitionCore {
 class SequenceCore {
  public:
   SequenceCore(py::dict weights, int hash_buckets, int small_vocab) {
-    auto get = [&](const char* k) {
-      if (!weights.contains(k)) throw py::value_error(std::string("sequence weights lack '") + k + "'");
-      return F32::ensure(weights[k]);
-    };
-    F32 kind = get("kind");
-    if (kind.ndim() != 2) throw py::value_error("kind must be 2-D");
-    const py::ssize_t D = kind.shape(1);
+    auto get = [&](const char* k) { return Weight(weights, k, "sequence"); };
     cwm::TransitionWeights& e = w_.embed;
-    e.dim = e.hidden = w_.dim = static_cast<int>(D);
-    e.hash_buckets = hash_buckets, e.small_vocab = small_vocab, e.num_kinds = static_cast<int>(kind.shape(0));
-    e.kind = Flat(kind, {e.num_kinds, D}, "kind");
-    e.hashed = Flat(get("hashed"), {cwm::kHashColumns, hash_buckets, D}, "hashed");
-    e.small = Flat(get("small"), {cwm::kSmallColumns, small_vocab, D}, "small");
-    e.numbers_w = Flat(get("numbers_w"), {D, cwm::kNumNumbers}, "numbers_w");
-    e.numbers_b = Flat(get("numbers_b"), {D}, "numbers_b");
+    LoadActionEmbedding(weights, hash_buckets, small_vocab, "sequence", e);
+    const py::ssize_t D = e.hidden;
+    e.dim = w_.dim = e.hidden;
     w_.ln_w = Flat(get("ln_w"), {D}, "ln_w");
     w_.ln_b = Flat(get("ln_b"), {D}, "ln_b");
     w_.w_ih = Flat(get("w_ih"), {3 * D, D}, "w_ih");
@@ -220,7 +223,7 @@ class SequenceCore {
 
  private:
   cwm::SequenceWeights w_;
-  cwm::SequenceInputCache cache_;
+  cwm::ActionParamCache cache_;
   std::mutex mu_;
 };
 

@@ -71,10 +71,9 @@ void StepInput(const SequenceWeights& w, const int32_t* row, const float* nums, 
 }  // namespace
 
 void SequenceScores(const SequenceWeights& w, const int32_t* ints, const float* numbers, const int32_t* lengths,
-                    int batch, int steps, double* out, SequenceInputCache* cache) {
+                    int batch, int steps, double* out, ActionParamCache* cache) {
   const int D = w.dim;
   std::vector<double> x(D), own(3 * D), gh(3 * D), h(D), sum(D), mx(D), pooled(2 * D), hidden(D);
-  std::string key;
   for (int b = 0; b < batch; ++b) {
     const int len = std::min(std::max(lengths[b], 0), steps);
     std::fill(h.begin(), h.end(), 0.0);
@@ -84,22 +83,9 @@ void SequenceScores(const SequenceWeights& w, const int32_t* ints, const float* 
       const size_t at = static_cast<size_t>(b) * steps + t;
       const int32_t* row = ints + at * kIntColumns;
       const float* nums = numbers + at * kNumNumbers;
-      const double* gi = own.data();
-      if (cache) {
-        key.assign(reinterpret_cast<const char*>(row), sizeof(int32_t) * kIntColumns);
-        key.append(reinterpret_cast<const char*>(nums), sizeof(float) * kNumNumbers);
-        auto found = cache->index_.find(key);
-        if (found == cache->index_.end()) {
-          if (cache->index_.size() >= cache->max_entries_) cache->index_.clear(), cache->inputs_.clear();
-          const size_t offset = cache->inputs_.size();
-          cache->inputs_.resize(offset + 3 * D);
-          StepInput(w, row, nums, x.data(), cache->inputs_.data() + offset);
-          found = cache->index_.emplace(key, offset).first;
-        }
-        gi = cache->inputs_.data() + found->second;
-      } else {
-        StepInput(w, row, nums, x.data(), own.data());
-      }
+      bool fresh = true;
+      double* gi = cache ? cache->Entry(row, nums, 3 * static_cast<size_t>(D), &fresh) : own.data();
+      if (fresh) StepInput(w, row, nums, x.data(), gi);
       // gh = b_hh + W_hh h, each output summed over i in order
       for (int o = 0; o < 3 * D; ++o) gh[o] = 0.0;
       for (int i = 0; i < D; ++i) {

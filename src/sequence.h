@@ -5,8 +5,6 @@
 // every host.
 #pragma once
 #include <cstdint>
-#include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "transition.h"
@@ -31,26 +29,11 @@ struct SequenceWeights {
   std::vector<float> w_hh_t;
 };
 
-// The input side of a GRU step, W_ih LayerNorm(embed(a)) + b_ih [3 dim], depends on the action row
-// alone: it is computed once per distinct row and kept here across calls (bounded; cleared when
-// full). Not thread-safe.
-class SequenceInputCache {
- public:
-  explicit SequenceInputCache(size_t max_entries = 1 << 16) : max_entries_(max_entries) {}
-  size_t size() const { return index_.size(); }
-
- private:
-  friend void SequenceScores(const struct SequenceWeights&, const int32_t*, const float*, const int32_t*, int, int,
-                             double*, SequenceInputCache*);
-  size_t max_entries_;
-  std::unordered_map<std::string, size_t> index_;  // row bytes -> offset in inputs_
-  std::vector<double> inputs_;                       // [3 dim] per entry
-};
-
 // Scores of `batch` candidates: ints [batch, steps, kIntColumns], numbers [batch, steps,
 // kNumNumbers], lengths [batch] valid steps each (the rest is padding); writes out [batch].
-// Weights must be Prepare()d.
+// Weights must be Prepare()d. The input side of a step, W_ih LayerNorm(embed(a)) + b_ih [3 dim],
+// depends on the action row alone: `cache`, when given, keeps it per distinct row across calls.
 void SequenceScores(const SequenceWeights& w, const int32_t* ints, const float* numbers, const int32_t* lengths,
-                    int batch, int steps, double* out, SequenceInputCache* cache = nullptr);
+                    int batch, int steps, double* out, ActionParamCache* cache = nullptr);
 
 }  // namespace cwm

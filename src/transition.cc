@@ -154,6 +154,20 @@ void TransitionWeights::Prepare() {
     for (size_t i = 0; i < D; ++i) state_wt[i * H + h] = state_w[h * D + i];
 }
 
+double* ActionParamCache::Entry(const int32_t* row, const float* nums, size_t width, bool* fresh) {
+  std::string key(reinterpret_cast<const char*>(row), sizeof(int32_t) * kIntColumns);
+  key.append(reinterpret_cast<const char*>(nums), sizeof(float) * kNumNumbers);
+  auto it = index_.find(key);
+  *fresh = it == index_.end();
+  if (*fresh) {
+    if (index_.size() >= max_entries_) clear();
+    const size_t off = params_.size();
+    params_.resize(off + width);
+    it = index_.emplace(std::move(key), off).first;
+  }
+  return params_.data() + it->second;
+}
+
 void Rollout(const TransitionWeights& W, const float* z0, const int32_t* ints, const float* numbers, int batch,
              int steps, bool all_states, float* out, int num_threads, ActionParamCache* cache) {
   if (W.out_wt.size() != W.out_w.size() || W.state_wt.size() != W.state_w.size())

@@ -35,13 +35,17 @@ constexpr int kSmallColumns = 7;  // phase n_operands op0_axis op0_part op0_dept
 
 // What depends only on the action row is computed once per distinct row and kept here across
 // calls (bounded; cleared when full): the parameters (w, d) of the plain form, the hidden
-// pre-activation embed(a) of the state-dependent one. Not thread-safe: Rollout fills it on the
-// calling thread before any worker thread reads it.
+// pre-activation embed(a) of the state-dependent one, the input side of a step of the sequence
+// head (sequence.h). Not thread-safe: Rollout fills it on the calling thread before any worker
+// thread reads it.
 class ActionParamCache {
  public:
   explicit ActionParamCache(size_t max_entries = 1 << 16) : max_entries_(max_entries) {}
   size_t size() const { return index_.size(); }
   void clear() { index_.clear(), params_.clear(); }
+  // The `width` doubles kept for the action row (row, nums), made (cleared first when full) if
+  // missing: then *fresh is true and the caller fills them. Valid until the next call.
+  double* Entry(const int32_t* row, const float* nums, size_t width, bool* fresh);
 
  private:
   friend void Rollout(const struct TransitionWeights&, const float*, const int32_t*, const float*, int, int, bool,

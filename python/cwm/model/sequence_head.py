@@ -57,13 +57,10 @@ def numpy_weights(sequence) -> dict:
     cfg = sequence.cfg
     if cfg.encoder != "gru" or cfg.layers != 1:
         raise ValueError(f"the native core scores a one-layer GRU head; this one is {cfg.layers} x {cfg.encoder!r}")
-    sd = {k: v.detach().cpu().numpy().astype(np.float32) for k, v in sequence.model.state_dict().items()}
-    hashed = sorted(k for k in sd if k.startswith("actions.hashed."))
-    small = sorted(k for k in sd if k.startswith("actions.small."))
-    by_index = lambda keys: sorted(keys, key=lambda k: int(k.split(".")[2]))  # noqa: E731
-    return {"kind": sd["actions.kind.weight"],
-            "hashed": np.stack([sd[k] for k in by_index(hashed)]), "small": np.stack([sd[k] for k in by_index(small)]),
-            "numbers_w": sd["actions.numbers.weight"], "numbers_b": sd["actions.numbers.bias"],
+    from cwm.model.transition import action_embedding_weights, float32_state
+
+    sd = float32_state(sequence.model)
+    return {**action_embedding_weights(sd, "actions"),
             "ln_w": sd["norm.weight"], "ln_b": sd["norm.bias"],
             "w_ih": sd["seq.weight_ih_l0"], "w_hh": sd["seq.weight_hh_l0"],
             "b_ih": sd["seq.bias_ih_l0"], "b_hh": sd["seq.bias_hh_l0"],

@@ -158,14 +158,27 @@ def tensors(fb, cfg: TransitionConfig):
             torch.from_numpy(log_scale(fb.numbers).astype(np.float32)))
 
 
+def float32_state(module) -> dict[str, np.ndarray]:
+    """A torch module's state dict as float32 NumPy arrays."""
+    return {k: v.detach().cpu().numpy().astype(np.float32) for k, v in module.state_dict().items()}
+
+
+def action_embedding_weights(sd: dict, prefix: str) -> dict[str, np.ndarray]:
+    """The native core's weights of the :class:`ActionEmbedding` at ``prefix`` of a
+    :func:`float32_state` (``kind``, ``hashed``, ``small``, ``numbers_w``, ``numbers_b``)."""
+    return {
+        "kind": sd[f"{prefix}.kind.weight"],
+        "hashed": np.stack([sd[f"{prefix}.hashed.{j}.weight"] for j in range(len(HASH_COLUMNS))]),
+        "small": np.stack([sd[f"{prefix}.small.{j}.weight"] for j in range(len(SMALL_COLUMNS))]),
+        "numbers_w": sd[f"{prefix}.numbers.weight"], "numbers_b": sd[f"{prefix}.numbers.bias"],
+    }
+
+
 def numpy_weights(model) -> dict[str, np.ndarray]:
     """The weights the native rollout needs, as float32 arrays (names are the contract)."""
-    sd = {k: v.detach().cpu().numpy().astype(np.float32) for k, v in model.state_dict().items()}
+    sd = float32_state(model)
     return {
-        "kind": sd["embed.kind.weight"],
-        "hashed": np.stack([sd[f"embed.hashed.{j}.weight"] for j in range(len(HASH_COLUMNS))]),
-        "small": np.stack([sd[f"embed.small.{j}.weight"] for j in range(len(SMALL_COLUMNS))]),
-        "numbers_w": sd["embed.numbers.weight"], "numbers_b": sd["embed.numbers.bias"],
+        **action_embedding_weights(sd, "embed"),
         "out_w": sd["out.weight"], "out_b": sd["out.bias"],
         **({"state_w": sd["state.weight"]} if "state.weight" in sd else {}),
     }
