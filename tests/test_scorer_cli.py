@@ -18,6 +18,7 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURE = ROOT / "tests" / "data" / "scorer_fixture"
 FIXTURE_V3 = ROOT / "tests" / "data" / "scorer_fixture_v3"  # the same encoder and transition, a v3 ranker
+FIXTURE_V6 = ROOT / "tests" / "data" / "scorer_fixture_v6"  # the same model and a sequence head
 CLI = Path(os.environ.get("CWM_SCORE", ROOT / "build" / "cmake" / "cwm_score"))
 needs_cli = pytest.mark.skipif(not CLI.is_file(), reason=f"{CLI} is not built (cmake --build build/cmake)")
 
@@ -45,6 +46,22 @@ def test_fixture_is_current(model, workload_mods):
         # 1e-6: the scores went through JSON as decimal text; XGBoost sums its trees in a fixed order
         np.testing.assert_allclose(scores, exp["scores"], rtol=1e-6, atol=1e-6)
     assert any(isinstance(t, list) for t in inputs[-1]["traces"])  # the parsed-trace form is covered
+
+
+def test_v6_fixture_is_current(workload_mods):
+    """scorer_fixture_v6's expected.jsonl is what the Python code gives today (ctest pins the C++
+    scorer's blend to it), and its head moves the scores away from the v4 model's."""
+    from cwm.model.world_model import WorldModel
+
+    v6 = WorldModel.load(FIXTURE_V6 / "model")
+    assert v6.sequence_head is not None
+    inputs, expected = _lines(FIXTURE / "input.jsonl"), _lines(FIXTURE_V6 / "expected.jsonl")
+    plain = _lines(FIXTURE / "expected.jsonl")
+    for task, exp, v4 in zip(inputs, expected, plain, strict=True):
+        scores = v6.score(workload_mods[task["task"]], task["traces"], task["target"])
+        # 1e-6: decimal text in JSON; the head runs in double in a fixed order (src/sequence.cc)
+        np.testing.assert_allclose(scores, exp["scores"], rtol=1e-6, atol=1e-6)
+        assert np.abs(np.asarray(exp["scores"]) - v4["scores"]).max() > 1e-2
 
 
 def test_v3_model_still_scores(workload_mods, tmp_path):

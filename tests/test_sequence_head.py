@@ -1,6 +1,6 @@
 """The sequence head of a world model (model v6, cwm.model.sequence_head): the blend's arithmetic,
 the directory round trip, the margin WorldModel.score and the cost model give, and the C++
-scorer's refusal of a v6 directory."""
+scorer's scores of a v6 directory."""
 from __future__ import annotations
 
 import json
@@ -139,11 +139,22 @@ def test_fit_head_checks_the_weight():
 
 
 @pytest.mark.skipif(not CLI.is_file(), reason=f"{CLI} is not built (cmake --build build/cmake)")
-def test_the_cpp_scorer_refuses_a_v6_model(head_model_dir, tmp_path):
-    """The C++ scorer has no sequence head: scoring without it would give other margins."""
-    proc = subprocess.run([str(CLI), str(head_model_dir), str(FIXTURE / "input.jsonl"), "-o", str(tmp_path / "o")],
-                          capture_output=True, text=True)
-    assert proc.returncode != 0 and "v6" in proc.stderr
+def test_the_cpp_scorer_scores_a_v6_model_as_python_does(head_model_dir, workload_mods, tmp_path):
+    """cwm_score blends the head into the ranker's margin as WorldModel.margins does (the head's
+    native core is the same code; the CLI writes float32 scores, hence 1e-5 as ctest's parity)."""
+    from cwm.model.world_model import WorldModel
+
+    out = tmp_path / "scores.jsonl"
+    proc = subprocess.run([str(CLI), str(head_model_dir), str(FIXTURE / "input.jsonl"), "-o", str(out)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    model, plain = WorldModel.load(head_model_dir), WorldModel.load(FIXTURE / "model")
+    tasks = [json.loads(line) for line in (FIXTURE / "input.jsonl").read_text().splitlines()]
+    got = [json.loads(line) for line in out.read_text().splitlines()]
+    for task, line in zip(tasks, got, strict=True):
+        want = model.score(workload_mods[task["task"]], task["traces"], task["target"])
+        np.testing.assert_allclose(line["scores"], want, rtol=1e-5, atol=1e-5)
+        assert not np.allclose(line["scores"], plain.score(workload_mods[task["task"]], task["traces"], task["target"]))
 
 
 def test_fit_sequence_head_tool_keeps_the_rest_and_refit_drops_the_head(tiny_dataset, tiny_model_dir, tmp_path):

@@ -1,5 +1,6 @@
 #include "scorer/model_dir.h"
 
+#include <cmath>
 #include <filesystem>
 
 #include "action_stats.h"
@@ -18,10 +19,11 @@ namespace {
 const char* const kHardwareNames[kNumHardwareFeatures] = {"num_cores", "is_cpu", "is_gpu",
                                                           "log2_max_threads_per_block", "log2_l2_cache_bytes"};
 
-int IntField(const Json& cfg, const char* key, const std::string& where) {
+// cfg[key], a positive integer; `section` names cfg in messages ("transition", "sequence_head.config").
+int IntField(const Json& cfg, const char* key, const std::string& where, const char* section = "transition") {
   const Json* v = Find(cfg, key);
   if (!v || !v->is_int() || v->i <= 0 || v->i > (1 << 24))
-    throw ScorerError(where + ": transition." + key + " must be a positive integer");
+    throw ScorerError(where + ": " + section + "." + key + " must be a positive integer");
   return static_cast<int>(v->i);
 }
 
@@ -38,7 +40,89 @@ std::vector<float> Take(std::map<std::string, TensorF32>& t, const std::string& 
   return std::move(it->second.data);
 }
 
+// The tensors of an ActionEmbedding module at `prefix` ("embed": the TransH's, "actions": the
+// sequence head's) into w, whose hidden, hash_buckets and small_vocab are set.
+void TakeActionEmbedding(std::map<std::string, TensorF32>& t, const std::string& prefix, TransitionWeights& w,
+                         const std::string& where) {
+  const int64_t H = w.hidden;
+  w.num_kinds = static_cast<int>(ActionKinds().size());
+  w.kind = Take(t, prefix + ".kind.weight", {w.num_kinds, H}, where);
+  w.hashed.clear(), w.small.clear();
+  for (int j = 0; j < kHashColumns; ++j) {
+    auto part = Take(t, prefix + ".hashed." + std::to_string(j) + ".weight", {w.hash_buckets, H}, where);
+    w.hashed.insert(w.hashed.end(), part.begin(), part.end());
+  }
+  for (int j = 0; j < kSmallColumns; ++j) {
+    auto part = Take(t, prefix + ".small." + std::to_string(j) + ".weight", {w.small_vocab, H}, where);
+    w.small.insert(w.small.end(), part.begin(), part.end());
+  }
+  w.numbers_w = Take(t, prefix + ".numbers.weight", {H, kNumNumbers}, where);
+  w.numbers_b = Take(t, prefix + ".numbers.bias", {H}, where);
+}
+
+double PositiveNumber(const Json& entry, const char* key, const std::string& where) {
+  const Json* v = Find(entry, key);
+  if (!v || !v->is_number() || !(v->number() > 0) || !std::isfinite(v->number()))
+    throw ScorerError(where + ": sequence_head." + key + " must be a positive number");
+  return v->number();
+}
+
+// The v6 head: the manifest's "sequence_head" entry and sequence.safetensors (the PyTorch module
+// of cwm.model.baselines.sequence_model, a one-layer GRU: the only kind the native core scores).
+SequenceHeadDir ReadSequenceHead(const std::string& dir, const Json& m, const std::string& manifest_path) {
+  namespace fs = std::filesystem;
+  const Json* entry = Find(m, "sequence_head");
+  if (!entry || entry->type != Json::Type::kObject)
+    throw ScorerError(manifest_path + ": a v6 model without its manifest's sequence_head");
+  const Json* cfg = Find(*entry, "config");
+  if (!cfg || cfg->type != Json::Type::kObject) throw ScorerError(manifest_path + ": no sequence_head.config");
+  const Json* encoder = Find(*cfg, "encoder");
+  const Json* layers = Find(*cfg, "layers");
+  if (!encoder || !encoder->is_string() || encoder->s != "gru" || !layers || !layers->is_int() || layers->i != 1)
+    throw ScorerError(manifest_path + ": this scorer scores a one-layer GRU sequence head, not " +
+                      (layers ? DumpJson(*layers) : "?") + " x " + (encoder ? DumpJson(*encoder) : "?"));
+  SequenceHeadDir head;
+  head.weight = PositiveNumber(*entry, "weight", manifest_path);
+  if (!(head.weight < 1)) throw ScorerError(manifest_path + ": sequence_head.weight must be in (0, 1)");
+  head.ranker_spread = PositiveNumber(*entry, "ranker_spread", manifest_path);
+  head.sequence_spread = PositiveNumber(*entry, "sequence_spread", manifest_path);
+  SequenceWeights& w = head.weights;
+  TransitionWeights& e = w.embed;
+  w.dim = e.dim = e.hidden = IntField(*cfg, "dim", manifest_path, "sequence_head.config");
+  e.hash_buckets = IntField(*cfg, "hash_buckets", manifest_path, "sequence_head.config");
+  e.small_vocab = IntField(*cfg, "small_vocab", manifest_path, "sequence_head.config");
+
+  const std::string path = (fs::path(dir) / "sequence.safetensors").string();
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec))
+    throw ScorerError(dir + ": the manifest names a sequence head but sequence.safetensors is missing");
+  auto t = ReadSafetensors(path);
+  const int64_t D = w.dim;
+  TakeActionEmbedding(t, "actions", e, path);
+  w.ln_w = Take(t, "norm.weight", {D}, path);
+  w.ln_b = Take(t, "norm.bias", {D}, path);
+  w.w_ih = Take(t, "seq.weight_ih_l0", {3 * D, D}, path);
+  w.w_hh = Take(t, "seq.weight_hh_l0", {3 * D, D}, path);
+  w.b_ih = Take(t, "seq.bias_ih_l0", {3 * D}, path);
+  w.b_hh = Take(t, "seq.bias_hh_l0", {3 * D}, path);
+  w.head_w = Take(t, "head.0.weight", {D, 2 * D}, path);
+  w.head_b = Take(t, "head.0.bias", {D}, path);
+  w.out_w = Take(t, "head.3.weight", {1, D}, path);
+  w.out_b = Take(t, "head.3.bias", {1}, path)[0];
+  try {
+    w.Prepare();
+  } catch (const std::invalid_argument& err) {
+    throw ScorerError(path + ": " + err.what());
+  }
+  return head;
+}
+
 }  // namespace
+
+double SequenceHeadDir::Blend(double ranker_margin, double sequence_score) const {
+  const double ratio = ranker_spread / sequence_spread;  // SequenceBlend.__call__'s order of operations
+  return (1.0 - weight) * ranker_margin + weight * ratio * sequence_score;
+}
 
 ModelDir ReadModelDir(const std::string& dir) {
   namespace fs = std::filesystem;
@@ -52,7 +136,7 @@ ModelDir ReadModelDir(const std::string& dir) {
   const Json* version = Find(m, "version");
   if (!format || !format->is_string() || format->s != kModelFormat || !version || !version->is_int() ||
       version->i < kOldestModelVersion || version->i > kModelVersion) {
-    std::string reads;  // "v3/v4/v5", as world_model.py says it
+    std::string reads;  // "v3/v4/v5/v6", as world_model.py says it
     for (int v = kOldestModelVersion; v <= kModelVersion; ++v) reads += (reads.empty() ? "v" : "/v") + std::to_string(v);
     throw ScorerError(dir + ": model format " + (format ? DumpJson(*format) : "?") + " v" +
                       (version ? DumpJson(*version) : "?") + ", this scorer reads " + kModelFormat + " " + reads);
@@ -65,6 +149,7 @@ ModelDir ReadModelDir(const std::string& dir) {
 
   ModelDir out;
   out.path = dir;
+  out.version = static_cast<int>(version->i);
   const Json* cfg = Find(m, "transition");
   if (!cfg || cfg->type != Json::Type::kObject) throw ScorerError(manifest_path + ": no transition config");
   TransitionWeights& w = out.transition;
@@ -79,10 +164,9 @@ ModelDir ReadModelDir(const std::string& dir) {
   if (reads_state && !reads_state->is_bool())
     throw ScorerError(manifest_path + ": transition.state_dependent must be a boolean");
   w.state_dependent = reads_state && reads_state->b;
-  if (w.state_dependent != (version->i >= 5))  // v5 = v4 + a transition that reads the state
+  if (w.state_dependent != (version->i == kStateReadVersion))  // v5 = v4 + a transition that reads the state
     throw ScorerError(manifest_path + ": a v" + std::to_string(version->i) + " model " +
                       (w.state_dependent ? "cannot have" : "must have") + " transition.state_dependent = true");
-  w.num_kinds = static_cast<int>(ActionKinds().size());
 
   const Json* names = Find(m, "feature_names");
   if (names && names->is_array())
@@ -122,17 +206,7 @@ ModelDir ReadModelDir(const std::string& dir) {
   const std::string st_path = (fs::path(dir) / "transition.safetensors").string();
   auto tensors = ReadSafetensors(st_path);
   const int64_t H = w.hidden, D = w.dim;
-  w.kind = Take(tensors, "embed.kind.weight", {w.num_kinds, H}, st_path);
-  for (int j = 0; j < kHashColumns; ++j) {
-    auto t = Take(tensors, "embed.hashed." + std::to_string(j) + ".weight", {w.hash_buckets, H}, st_path);
-    w.hashed.insert(w.hashed.end(), t.begin(), t.end());
-  }
-  for (int j = 0; j < kSmallColumns; ++j) {
-    auto t = Take(tensors, "embed.small." + std::to_string(j) + ".weight", {w.small_vocab, H}, st_path);
-    w.small.insert(w.small.end(), t.begin(), t.end());
-  }
-  w.numbers_w = Take(tensors, "embed.numbers.weight", {H, kNumNumbers}, st_path);
-  w.numbers_b = Take(tensors, "embed.numbers.bias", {H}, st_path);
+  TakeActionEmbedding(tensors, "embed", w, st_path);
   w.out_w = Take(tensors, "out.weight", {2 * D, H}, st_path);
   w.out_b = Take(tensors, "out.bias", {2 * D}, st_path);
   if (w.state_dependent) w.state_w = Take(tensors, "state.weight", {H, D}, st_path);
@@ -144,6 +218,8 @@ ModelDir ReadModelDir(const std::string& dir) {
 
   out.ranker_path = (fs::path(dir) / "ranker.json").string();
   if (!fs::is_regular_file(out.ranker_path, ec)) throw ScorerError(dir + ": no ranker.json");
+  out.has_sequence_head = version->i == kSequenceHeadVersion;
+  if (out.has_sequence_head) out.sequence_head = ReadSequenceHead(dir, m, manifest_path);
   return out;
 }
 

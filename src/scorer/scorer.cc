@@ -17,8 +17,21 @@ Scorer::Scorer(const std::string& model_dir, int num_threads)
                       " features, the manifest names " + std::to_string(num_features()));
 }
 
+FeatureBatch Scorer::Featurize(const std::vector<std::string>& traces) const {
+  try {
+    return FeaturizeBatch(traces, num_threads_);
+  } catch (const std::invalid_argument& e) {  // TraceFormatError / JsonError, naming the trace
+    throw ScorerError(e.what());
+  }
+}
+
 std::vector<float> Scorer::Features(const std::vector<float>& z0, const HardwareFeatures& hw,
                                     const std::vector<std::string>& traces, const std::vector<float>& reference) {
+  return Rows(z0, hw, Featurize(traces), reference);
+}
+
+std::vector<float> Scorer::Rows(const std::vector<float>& z0, const HardwareFeatures& hw, const FeatureBatch& fb,
+                                const std::vector<float>& reference) {
   const int D = dim();
   if (static_cast<int>(z0.size()) != D)
     throw ScorerError("z0 has " + std::to_string(z0.size()) + " values, the model's latent size is " +
@@ -29,12 +42,6 @@ std::vector<float> Scorer::Features(const std::vector<float>& z0, const Hardware
                       " values, not " + std::to_string(reference.size()));
   if (!model_.centred && !reference.empty())
     throw ScorerError("this model does not centre its rows: the task's 'reference' would be ignored");
-  FeatureBatch fb;
-  try {
-    fb = FeaturizeBatch(traces, num_threads_);
-  } catch (const std::invalid_argument& e) {  // TraceFormatError / JsonError, naming the trace
-    throw ScorerError(e.what());
-  }
   const int B = fb.batch, T = fb.max_len, S = NumSequenceStats(), F = num_features();
   const int P = model_.structure ? NumStructureStats() : 0;
   std::vector<float> z(static_cast<size_t>(B) * D), zt(static_cast<size_t>(B) * D);
@@ -73,8 +80,19 @@ std::vector<float> Scorer::Features(const std::vector<float>& z0, const Hardware
 
 std::vector<float> Scorer::Score(const std::vector<float>& z0, const HardwareFeatures& hw,
                                  const std::vector<std::string>& traces, const std::vector<float>& reference) {
-  std::vector<float> x = Features(z0, hw, traces, reference);
-  return ranker_.Predict(x.data(), traces.size(), static_cast<size_t>(num_features()));
+  const FeatureBatch fb = Featurize(traces);
+  std::vector<float> x = Rows(z0, hw, fb, reference);
+  std::vector<float> margin = ranker_.Predict(x.data(), traces.size(), static_cast<size_t>(num_features()));
+  if (!model_.has_sequence_head || traces.empty()) return margin;
+  std::vector<double> sequence(static_cast<size_t>(fb.batch));
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    SequenceScores(model_.sequence_head.weights, fb.ints.data(), fb.numbers.data(), fb.lengths.data(), fb.batch,
+                   fb.max_len, sequence.data(), &sequence_cache_);
+  }
+  for (size_t b = 0; b < margin.size(); ++b)
+    margin[b] = static_cast<float>(model_.sequence_head.Blend(margin[b], sequence[b]));
+  return margin;
 }
 
 std::vector<float> Scorer::Score(const std::vector<float>& z0, const Json& target,

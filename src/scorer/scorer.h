@@ -4,7 +4,8 @@
 // roll its actions out from the workload's z0 with the TransH weights (cwm::Rollout), build
 // [z_T - z0, sequence stats, trace structure (v4), the trace-column families the manifest flags
 // (trace_columns.h), hardware features]
-// and evaluate the XGBoost ranker with libxgboost.
+// and evaluate the XGBoost ranker with libxgboost. A v6 model's sequence head (cwm::SequenceScores
+// over the same action rows) is blended into the ranker's margin, as WorldModel.margins does.
 // z0 = E(workload) is an input: the encoder (a transformer) stays on the Python side
 // (cwm.model.scorer_input writes it).
 //
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "featurize.h"
 #include "json.h"
 #include "scorer/hardware.h"
 #include "scorer/model_dir.h"
@@ -49,10 +51,15 @@ class Scorer {
                            const std::vector<float>& reference = {});
 
  private:
+  FeatureBatch Featurize(const std::vector<std::string>& traces) const;  // ScorerError naming a bad trace
+  std::vector<float> Rows(const std::vector<float>& z0, const HardwareFeatures& hw, const FeatureBatch& fb,
+                          const std::vector<float>& reference);  // Features() of featurised traces
+
   ModelDir model_;
   XgbRanker ranker_;
   int num_threads_;
-  ActionParamCache cache_;  // (w, d) of action rows seen before; guarded by mu_
+  ActionParamCache cache_;           // (w, d) of action rows seen before; guarded by mu_
+  ActionParamCache sequence_cache_;  // the sequence head's step inputs of rows seen before; guarded by mu_
   std::mutex mu_;
 };
 

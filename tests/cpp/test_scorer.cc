@@ -25,6 +25,7 @@ namespace fs = std::filesystem;
 static const std::string kFixture = "tests/data/scorer_fixture";
 static const std::string kModel = kFixture + "/model";
 static const std::string kFixtureV3 = "tests/data/scorer_fixture_v3";  // the same input, a v3 model
+static const std::string kFixtureV6 = "tests/data/scorer_fixture_v6";  // the same input, kModel + a sequence head
 
 static std::vector<std::string> Lines(const std::string& path) {
   std::vector<std::string> out;
@@ -88,8 +89,8 @@ static void LibraryParity(const std::string& fixture) {
     auto again = scorer.Score(t.z0, t.hardware, t.traces);
     CHECK(again == s);
   }
-  std::printf("library vs Python (%s, v%d): %zu tasks, max abs diff %.3g\n", fixture.c_str(),
-              scorer.model().structure ? 4 : 3, lines.size(), worst);
+  std::printf("library vs Python (%s, v%d): %zu tasks, max abs diff %.3g\n", fixture.c_str(), scorer.model().version,
+              lines.size(), worst);
   // the target JSON path gives the hardware features of the parsed line
   ScoreTask t = ParseScoreTask(lines[0], "line 1");
   Json target = ParseJson(R"({"kind": "llvm", "num-cores": 2})");
@@ -132,7 +133,7 @@ static void ErrorCases(const std::string& scratch) {
   CHECK(NonFiniteToNull(R"({"a": NaN, "b": "x\"NaN", "c": [-Infinity]})") ==
         R"({"a": null, "b": "x\"NaN", "c": [null]})");
   rewrite("\"version\": 4", "\"version\": 99");
-  CHECK(ThrowsWith([&] { Scorer s(copy); }, "this scorer reads cwm-world-model v3/v4/v5"));
+  CHECK(ThrowsWith([&] { Scorer s(copy); }, "this scorer reads cwm-world-model v3/v4/v5/v6"));
   rewrite("\"version\": 4", "\"version\": 3");  // v3 has no trace structure: the names no longer match
   CHECK(ThrowsWith([&] { Scorer s(copy); }, "feature_names"));
   rewrite("\"<pad>\"", "\"<padding>\"");
@@ -162,6 +163,36 @@ static void ErrorCases(const std::string& scratch) {
   CHECK(ThrowsWith([] { ParseScoreTask("{\"z0\": ", "in:9"); }, "in:9: not valid JSON"));
 }
 
+// A v6 directory needs its head: the manifest's entry, a one-layer GRU, sequence.safetensors of the
+// configured sizes; and its transition must not read the state (that is v5).
+static void SequenceHeadErrorCases(const std::string& scratch) {
+  const std::string copy = scratch + "/model_v6_copy";
+  fs::remove_all(copy);
+  fs::copy(kFixtureV6 + "/model", copy, fs::copy_options::recursive);
+  const std::string manifest = ReadFile(copy + "/manifest.json");
+  auto rewrite = [&](const std::string& from, const std::string& to) {
+    std::string m = manifest;
+    size_t at = m.find(from);
+    CHECK(at != std::string::npos);
+    if (at != std::string::npos) m.replace(at, from.size(), to);
+    std::ofstream(copy + "/manifest.json") << m;
+  };
+  CHECK(Scorer(copy).model().has_sequence_head);
+  rewrite("\"sequence_head\":", "\"no_sequence_head\":");
+  CHECK(ThrowsWith([&] { Scorer s(copy); }, "a v6 model without its manifest's sequence_head"));
+  rewrite("\"encoder\": \"gru\"", "\"encoder\": \"transformer\"");
+  CHECK(ThrowsWith([&] { Scorer s(copy); }, "scores a one-layer GRU sequence head, not 1 x \"transformer\""));
+  rewrite("\"small_vocab\": 16,\n   \"threads\"", "\"small_vocab\": 8,\n   \"threads\"");  // the head's config
+  CHECK(ThrowsWith([&] { Scorer s(copy); }, "'actions.small.0.weight' has shape (16, 16), the manifest implies (8, 16)"));
+  rewrite("\"weight\": 0.25", "\"weight\": 1.5");
+  CHECK(ThrowsWith([&] { Scorer s(copy); }, "sequence_head.weight must be in (0, 1)"));
+  rewrite("\"state_dependent\": false", "\"state_dependent\": true");
+  CHECK(ThrowsWith([&] { Scorer s(copy); }, "a v6 model cannot have transition.state_dependent = true"));
+  std::ofstream(copy + "/manifest.json") << manifest;
+  fs::remove(copy + "/sequence.safetensors");
+  CHECK(ThrowsWith([&] { Scorer s(copy); }, "the manifest names a sequence head but sequence.safetensors is missing"));
+}
+
 static void Cli(const std::string& cli, const std::string& scratch) {
   const std::string out = scratch + "/scores.jsonl", err = scratch + "/stderr.txt";
   const std::string input = kFixture + "/input.jsonl";
@@ -189,10 +220,12 @@ int main(int argc, char** argv) {
   try {
     LibraryParity(kFixture);
     LibraryParity(kFixtureV3);
+    LibraryParity(kFixtureV6);
     HardwareFeatureCases();
     const std::string scratch = argc > 2 ? argv[2] : (fs::temp_directory_path() / "cwm_test_scorer").string();
     fs::create_directories(scratch);
     ErrorCases(scratch);
+    SequenceHeadErrorCases(scratch);
     if (argc > 1) Cli(argv[1], scratch);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "unexpected exception: %s\n", e.what());

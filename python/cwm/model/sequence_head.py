@@ -13,8 +13,8 @@ margin stays in the ranker's units (the online residual of the cost model keeps 
 
 Scoring reads the candidate's actions only: no replay, no program (DESIGN.md §5). The head is
 trained in PyTorch and scored by the native core (``cwm.native.sequence_core``, in double, the
-PyTorch module its specification, parity-tested); the standalone C++ scorer reads models up to v5
-and refuses a v6 directory.
+PyTorch module its specification, parity-tested); the standalone C++ scorer (``cwm_score``,
+docs/scorer.md) scores it with the same native code.
 
 Files: ``sequence.safetensors`` (the GRU scorer's weights) and the manifest's ``sequence_head``
 (``weight``, both spreads, the :class:`~cwm.model.baselines.sequence_model.SequenceConfig`, seed
