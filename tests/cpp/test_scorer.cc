@@ -112,21 +112,32 @@ static void HardwareFeatureCases() {
   CHECK(ThrowsWith([] { HardwareFeaturesOf(std::string(R"({"num-cores": "many"})")); }, "num-cores"));
 }
 
+// A copy of model directory `src` at `dir` whose manifest can be edited: Rewrite(from, to) writes
+// the original manifest with its first `from` replaced by `to`; Restore() writes it back.
+struct ManifestCopy {
+  std::string dir, manifest;
+  ManifestCopy(const std::string& src, const std::string& copy) : dir(copy) {
+    fs::remove_all(copy);
+    fs::copy(src, copy, fs::copy_options::recursive);
+    manifest = ReadFile(copy + "/manifest.json");
+  }
+  void Rewrite(const std::string& from, const std::string& to) const {
+    std::string m = manifest;
+    size_t at = m.find(from);
+    CHECK(at != std::string::npos);
+    if (at != std::string::npos) m.replace(at, from.size(), to);
+    std::ofstream(dir + "/manifest.json") << m;
+  }
+  void Restore() const { std::ofstream(dir + "/manifest.json") << manifest; }
+};
+
 static void ErrorCases(const std::string& scratch) {
   CHECK(ThrowsWith([] { Scorer s("no/such/dir"); }, "no such model directory"));
   CHECK(ThrowsWith([] { Scorer s(kFixture); }, "not a CWM model directory"));
   // another model version, another action vocabulary, missing weights
   const std::string copy = scratch + "/model_copy";
-  fs::remove_all(copy);
-  fs::copy(kModel, copy, fs::copy_options::recursive);
-  const std::string manifest = ReadFile(copy + "/manifest.json");
-  auto rewrite = [&](const std::string& from, const std::string& to) {
-    std::string m = manifest;
-    size_t at = m.find(from);
-    CHECK(at != std::string::npos);
-    if (at != std::string::npos) m.replace(at, from.size(), to);
-    std::ofstream(copy + "/manifest.json") << m;
-  };
+  const ManifestCopy edit(kModel, copy);
+  auto rewrite = [&](const std::string& from, const std::string& to) { edit.Rewrite(from, to); };
   rewrite("\"format\":",
           "\"metrics\": {\"a\": NaN, \"b\": -Infinity, \"c\": [Infinity], \"d\": \"NaN \\\" NaN\"},\n \"format\":");
   CHECK_EQ(Scorer(copy).dim(), 16);  // Python's json.dumps writes NaN / Infinity in metrics
@@ -142,7 +153,7 @@ static void ErrorCases(const std::string& scratch) {
   CHECK(ThrowsWith([&] { Scorer s(copy); }, "feature_names"));
   rewrite("\"hidden\": 16", "\"hidden\": 32");
   CHECK(ThrowsWith([&] { Scorer s(copy); }, "the manifest implies"));
-  std::ofstream(copy + "/manifest.json") << manifest;
+  edit.Restore();
   fs::remove(copy + "/ranker.json");
   CHECK(ThrowsWith([&] { Scorer s(copy); }, "no ranker.json"));
   // safetensors: truncated file, header past the end
@@ -167,16 +178,8 @@ static void ErrorCases(const std::string& scratch) {
 // configured sizes; and its transition must not read the state (that is v5).
 static void SequenceHeadErrorCases(const std::string& scratch) {
   const std::string copy = scratch + "/model_v6_copy";
-  fs::remove_all(copy);
-  fs::copy(kFixtureV6 + "/model", copy, fs::copy_options::recursive);
-  const std::string manifest = ReadFile(copy + "/manifest.json");
-  auto rewrite = [&](const std::string& from, const std::string& to) {
-    std::string m = manifest;
-    size_t at = m.find(from);
-    CHECK(at != std::string::npos);
-    if (at != std::string::npos) m.replace(at, from.size(), to);
-    std::ofstream(copy + "/manifest.json") << m;
-  };
+  const ManifestCopy edit(kFixtureV6 + "/model", copy);
+  auto rewrite = [&](const std::string& from, const std::string& to) { edit.Rewrite(from, to); };
   CHECK(Scorer(copy).model().has_sequence_head);
   rewrite("\"sequence_head\":", "\"no_sequence_head\":");
   CHECK(ThrowsWith([&] { Scorer s(copy); }, "a v6 model without its manifest's sequence_head"));
@@ -188,7 +191,7 @@ static void SequenceHeadErrorCases(const std::string& scratch) {
   CHECK(ThrowsWith([&] { Scorer s(copy); }, "sequence_head.weight must be in (0, 1)"));
   rewrite("\"state_dependent\": false", "\"state_dependent\": true");
   CHECK(ThrowsWith([&] { Scorer s(copy); }, "a v6 model cannot have transition.state_dependent = true"));
-  std::ofstream(copy + "/manifest.json") << manifest;
+  edit.Restore();
   fs::remove(copy + "/sequence.safetensors");
   CHECK(ThrowsWith([&] { Scorer s(copy); }, "the manifest names a sequence head but sequence.safetensors is missing"));
 }
