@@ -542,6 +542,12 @@ TABLES = (("ranking.json", ranking_table), ("probe_centring_design_space.json", 
           ("probe_network_rank.json", rank_transition_table), ("probe_network_state_h256.json", state_transition_table),
           ("probe.json", probe_table), ("corpus_breadth.json", corpus_breadth_table),
           ("transition_corpus.json", transition_corpus_table),
+          ("search_v7.json", captioned(search_table, "CWM v6 with its ranker and sequence head refitted on the "
+                                        "complete Zen 4 re-collection (decision 74: 257 breadth workloads), against "
+                                        "an `XGBModel` pre-trained on the same records, over 5 seeds, and sample "
+                                        "efficiency on 3 tasks (issue #12). The `xgb` runs (MetaSchedule's default, "
+                                        "which reads no records) are those of `search_v6.json`, re-measured together "
+                                        "with the new `cwm` and `xgb_pretrained` runs")),
           ("search_v6.json", captioned(search_table, "CWM v6, its ranker's margin blended with a GRU sequence "
                                         "head over the same actions (decision 71, chosen on the training tasks), "
                                         "against an `XGBModel` pre-trained on the same records, over 5 seeds, and "
