@@ -473,6 +473,27 @@ def seed_transfer_table(r) -> list[str]:
     return out
 
 
+def parent_temperature_table(r) -> list[str]:
+    """``bench/parent_temperature.py``: how sharply CWM's scores pick mutation parents, in search on
+    training tasks with network-out priors."""
+    base = r["baseline_temperature"]
+    out = [f"**Parent-sampling temperature on the training tasks** (`bench/parent_temperature.py`, decision 75; "
+           f"CWM's default search, 64 trials, score `exp(margin / T)`, each task's prior refitted without its "
+           f"network; best ÷ best at T = {base:g} of the same task and seed; 90 % interval: whole tasks "
+           f"resampled; {r['machine']}; {r['date']})", "",
+           "| T | pairs | best ÷ baseline, 64 trials | 90 % interval | faster / slower (> 2 %) | at 32 trials |",
+           "|---|---|---|---|---|---|"]
+    for temp, e in r["temperatures"].items():
+        if float(temp) == base:
+            continue
+        m, h = e["at_64"], e["at_32"]
+        ci = m.get("task_bootstrap_90")
+        out.append(f"| {temp} | {m['pairs']} | {m['geomean_best_over_baseline']:.3f} | "
+                   + (f"{ci[0]:.3f}-{ci[1]:.3f}" if ci else "n/a")
+                   + f" | {m['faster']} / {m['slower']} | {h['geomean_best_over_baseline']:.3f} |")
+    return out + [""]
+
+
 def corpus_breadth_table(r) -> list[str]:
     """``bench/corpus_breadth.py``: decoder error on unseen generated workloads vs training breadth."""
     out = [f"**Breadth** (`bench/corpus_breadth.py`; ridge decoder from the rollout to the final state's per-store "
@@ -604,6 +625,7 @@ TABLES = (("ranking.json", ranking_table), ("probe_centring_design_space.json", 
                                         "3 tasks at 64 trials")),
           ("adapt_sim.json", adapt_sim_table),
           ("seed_transfer.json", seed_transfer_table),
+          ("parent_temperature.json", parent_temperature_table),
           ("search_v4.json", search_table),  # model v4's cwm runs; the baselines' runs are those of search.json
           ("search.json", search_table),
           ("e2e_v3_t64.json", captioned(e2e_table, "The 8-network run with model v4 against TVM's own pipeline "

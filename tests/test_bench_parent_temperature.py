@@ -48,3 +48,21 @@ def test_task_bootstrap_interval_holds_the_geomean_and_needs_two_tasks():
     low, high = task_bootstrap([[0.5, 0.5], [2.0, 2.0], [1.0, 1.0]])
     assert 0.5 <= low <= 1.0 <= high <= 2.0  # each draw's geomean lies between the extreme tasks
     assert task_bootstrap([[0.9], [0.9]]) == pytest.approx([0.9, 0.9])
+
+
+def test_report_table_leaves_the_baseline_out_and_prints_each_interval():
+    from parent_temperature import summary
+    from report import parent_temperature_table
+
+    def row(task, seed, temp, best):
+        return {"task": task, "seed": seed, "temperature": temp, "curve": [best] * 64, "wall_s": 1.0}
+
+    rows = [row(t, 0, temp, best) for t, pairs in (("a", ((1.0, 100.0), (2.0, 90.0))),
+                                                   ("b", ((1.0, 10.0), (2.0, 11.0))))
+            for temp, best in pairs]
+    result = {**summary(rows, [1.0, 2.0]), "machine": "a host", "date": "2026-12-05"}
+    lines = [line for line in parent_temperature_table(result) if line.startswith("| 2 |")]
+    assert len(lines) == 1 and not any(line.startswith("| 1 |") for line in parent_temperature_table(result))
+    cells = [c.strip() for c in lines[0].strip("|").split("|")]
+    assert cells[1] == "2" and cells[2] == f"{math.sqrt(0.9 * 1.1):.3f}" and cells[4] == "1 / 1"
+    assert cells[3] == "0.900-1.100"  # two tasks, one pair each: the interval spans their ratios
