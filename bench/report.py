@@ -494,6 +494,26 @@ def parent_temperature_table(r) -> list[str]:
     return out + [""]
 
 
+def ranker_bagging_table(r) -> list[str]:
+    """``bench/ranker_bagging.py``: trees bagged a round, leave one network out over the training
+    tasks (mean over the ranker seeds, and pairwise by seed), then the search replay."""
+    out = [f"**Trees bagged a ranker round, on the training tasks** (`bench/ranker_bagging.py`; leave one network "
+           f"out over {r['tasks']} zoo training tasks, {r['fit_only_tasks']} breadth tasks fitted on in every fold, "
+           f"ranker seeds 0-2; replay: pool best ÷ best found after 8 / 16 / 24 measured, the prior out of network; "
+           f"{r['machine']}; {r['date']})", "",
+           "| trees a round | top-1 | per-task top-1 | pairwise | pairwise by seed | replay 8 / 16 / 24 |",
+           "|---|---|---|---|---|---|"]
+    for name, row in r["network"].items():
+        seeds = [m for k, m in row.items() if k.startswith("ranker_seed_")]
+        mean = {k: sum(m[k] for m in seeds) / len(seeds) for k in ("top1", "top1_task_mean", "pairwise_acc")}
+        replay = r.get("replay", {}).get(name, {}).get("mean_best_ratio", [])
+        curve = " / ".join(f"{replay[i]:.3f}" for i in (1, 3, 5) if i < len(replay)) or "n/a"
+        out.append(f"| {name.removeprefix('pt')} | {mean['top1']:.3f} | {mean['top1_task_mean']:.3f} | "
+                   f"{mean['pairwise_acc']:.4f} | " + ", ".join(f"{m['pairwise_acc']:.4f}" for m in seeds)
+                   + f" | {curve} |")
+    return out + [""]
+
+
 def corpus_breadth_table(r) -> list[str]:
     """``bench/corpus_breadth.py``: decoder error on unseen generated workloads vs training breadth."""
     out = [f"**Breadth** (`bench/corpus_breadth.py`; ridge decoder from the rollout to the final state's per-store "
@@ -626,6 +646,7 @@ TABLES = (("ranking.json", ranking_table), ("probe_centring_design_space.json", 
           ("adapt_sim.json", adapt_sim_table),
           ("seed_transfer.json", seed_transfer_table),
           ("parent_temperature.json", parent_temperature_table),
+          ("probe_ranker_bagging.json", ranker_bagging_table),
           ("search_v4.json", search_table),  # model v4's cwm runs; the baselines' runs are those of search.json
           ("search.json", search_table),
           ("e2e_v3_t64.json", captioned(e2e_table, "The 8-network run with model v4 against TVM's own pipeline "
