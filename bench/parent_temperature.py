@@ -38,24 +38,23 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
+from checkpoint import JsonlCheckpoint  # noqa: E402
 from common import RESULTS, geomean, log, machine, today, write_result  # noqa: E402
-from seed_transfer import round_robin, seed_config, zoo_training_tasks  # noqa: E402
+from seed_transfer import best_curve, round_robin, seed_config, zoo_training_tasks  # noqa: E402
 
 CHECKPOINT = os.path.join(RESULTS, "parent_temperature_runs.jsonl")
 
 
-def _rows() -> list[dict]:
-    if not os.path.exists(CHECKPOINT):
-        return []
-    with open(CHECKPOINT) as f:
-        return [json.loads(line) for line in f if line.strip()]
+class Runs(JsonlCheckpoint):
+    """The checkpoint's runs, in order, and the ``(task, temperature, seed)`` of each."""
 
+    def __init__(self, path: str):
+        self.rows, self.done = [], set()
+        super().__init__(path)
 
-def _append(row: dict) -> None:
-    with open(CHECKPOINT, "a") as f:
-        f.write(json.dumps(row) + "\n")
-        f.flush()
-        os.fsync(f.fileno())
+    def _index(self, rec: dict) -> None:
+        self.rows.append(rec)
+        self.done.add((rec["task"], rec["temperature"], rec["seed"]))
 
 
 def network_of(tasks: list[dict]) -> dict[str, str]:
@@ -81,7 +80,8 @@ def fold_priors(model, union, networks: set[str], work_root: Path) -> dict:
         networks_of = {k: sorted(union.store.get_task(k).get("networks") or {}) for k in rows}
         folds = dict(network_folds(networks_of))
         for network in missing:
-            keep = sorted(k for k in rows if k not in set(folds.get(network, ())))
+            left_out = set(folds.get(network, ()))
+            keep = sorted(k for k in rows if k not in left_out)
             start = time.perf_counter()
             ranker = Ranker(model.ranker.cfg).fit(
                 np.concatenate([rows[k][0] for k in keep]), np.concatenate([rows[k][1] for k in keep]),
@@ -101,15 +101,14 @@ def run(loader, union, library, temperatures, seeds, n_tasks: int, work_root: Pa
     from cwm.tuning.settings import search_settings
     from cwm.tuning.tune import tune_tir
 
-    rows = _rows()
-    done = {(r["task"], r["temperature"], r["seed"]) for r in rows}
+    runs = Runs(CHECKPOINT)
     tasks = [t for t in round_robin(zoo_training_tasks(loader, library), n_tasks) if t["networks"]]
     fold = network_of(tasks)
     log(f"{len(tasks)} tasks: {[(t['name'][:32], fold[t['key']]) for t in tasks]}")
     todo = [(seed, task, temp) for seed in seeds for task in tasks for temp in temperatures
-            if (task["key"], temp, seed) not in done]
+            if (task["key"], temp, seed) not in runs.done]
     if not todo:
-        return rows
+        return runs.rows
     model = WorldModel.load(default_model_dir())
     rankers = fold_priors(model, union, {fold[t["key"]] for _, t, _ in todo}, work_root)
     settings = search_settings("seeded")
@@ -124,20 +123,14 @@ def run(loader, union, library, temperatures, seeds, n_tasks: int, work_root: Pa
                        seed_config=seed_config(task, seed_trials=settings.seed_trials,
                                                placement=settings.seed_placement, choice=settings.seed_choice,
                                                stats=stats))
-        curve, best = [], None
-        for r in out.records:
-            if r.get("run_secs") and not r.get("build_error") and not r.get("run_error") \
-                    and max(r["run_secs"]) < 1e9:
-                us = sum(r["run_secs"]) / len(r["run_secs"]) * 1e6
-                best = us if best is None else min(best, us)
-            curve.append(best)
+        curve = best_curve(out.records)
+        best = curve[-1] if curve else None
         row = {"task": task["key"], "name": task["name"], "network_out": fold[task["key"]], "temperature": temp,
                "seed": seed, "best_us": best, "curve": curve, "wall_s": time.perf_counter() - start,
                "seeds": stats}
-        _append(row)
-        rows.append(row)
+        runs.append(row)
         log(f"[{i + 1}/{len(todo)}] seed {seed} {task['name'][:40]:40s} T={temp:g} best {best} us")
-    return rows
+    return runs.rows
 
 
 def task_bootstrap(per_task: list[list[float]], draws: int = 2000, seed: int = 0) -> list[float] | None:

@@ -332,6 +332,18 @@ def quality_summary(rows: list[dict]) -> dict:
     return out
 
 
+def best_curve(records) -> list:
+    """The best mean run time (µs) after each of a search's records, ``None`` before the first
+    valid one (failed builds and runs, and MetaSchedule's failure marker, are not valid)."""
+    curve, best = [], None
+    for r in records:
+        if _valid(r) and max(r["run_secs"]) < 1e9:
+            us = sum(r["run_secs"]) / len(r["run_secs"]) * 1e6
+            best = us if best is None else min(best, us)
+        curve.append(best)
+    return curve
+
+
 def run_search(loader, library, arms, seeds, n_tasks: int, trials: int = 64) -> list[dict]:
     from cwm.tuning.tune import tune_tir
 
@@ -354,12 +366,8 @@ def run_search(loader, library, arms, seeds, n_tasks: int, trials: int = 64) -> 
                 start = time.perf_counter()
                 out = tune_tir(loader.workload(task["key"]), "llvm", trials=trials, cost_model="cwm", seed=seed,
                                **options)
-                curve, best = [], None
-                for r in out.records:
-                    if _valid(r) and max(r["run_secs"]) < 1e9:
-                        us = sum(r["run_secs"]) / len(r["run_secs"]) * 1e6
-                        best = us if best is None else min(best, us)
-                    curve.append(best)
+                curve = best_curve(out.records)
+                best = curve[-1] if curve else None
                 row = {"task": task["key"], "name": task["name"], "arm": arm, "seed": seed, "best_us": best,
                        "curve": curve, "wall_s": time.perf_counter() - start, "stats": stats}
                 _append(path, row)

@@ -85,3 +85,13 @@ def test_replay_summary_puts_the_chosen_seeds_in_place_of_the_last_trials():
     assert out["searches"] == 1
     assert out["by_order"]["library"]["4"] == pytest.approx(90.0 / 80.0)  # worse than the search's own end
     assert out["by_order"]["prior_network_out"]["4"] == pytest.approx(70.0 / 80.0)
+
+
+def test_best_curve_skips_failed_records_and_keeps_the_running_best():
+    from seed_transfer import best_curve
+
+    records = [{"build_error": "x", "run_secs": [1e-7]},      # not valid: no best yet
+               {"run_secs": [2e-6, 4e-6]},                     # mean 3 µs
+               {"run_secs": [1e10]},                           # MetaSchedule's failure marker
+               {"run_secs": [1e-6]}]
+    assert best_curve(records) == [None, pytest.approx(3.0), pytest.approx(3.0), pytest.approx(1.0)]
