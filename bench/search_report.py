@@ -11,7 +11,7 @@ import math
 from checkpoint import hosts_of
 from common import machine, today
 from search_plan import METHODS, run_id, split_method, task_label
-from search_stats import mean_or_none, median_curve, speedups, trials_to_reach
+from search_stats import gap_to_best_run, mean_or_none, median_curve, speedups, trials_to_reach
 
 
 def summarize(plan: dict, runs: dict, remeasured: dict, methods, seeds, trials, se_keys, xgb_long_trials,
@@ -63,7 +63,8 @@ def summarize(plan: dict, runs: dict, remeasured: dict, methods, seeds, trials, 
                        **{f"{k}_per_trial": sum(r["timing"].get(k, 0.0) for r in rs) / n
                           for k in ("total_s", "search_s", "cost_model_s", "build_s", "run_s")}}
     return {"trials": trials, "seeds": list(seeds), "methods": list(methods), "tasks": table,
-            "geomean_speedup": geo, "geomean_speedup_spread": spread, "sample_efficiency": sample_eff,
+            "geomean_speedup": geo, "geomean_speedup_spread": spread,
+            "gap_to_best_run": gap_to_best_run(table, methods), "sample_efficiency": sample_eff,
             "wall_per_trial_s": wall, "task_detail": detail, "partial": partial,
             "selection": plan.get("selection"), "model": plan.get("model"),
             "machine": hosts_of(runs.values()) or machine(), "date": today()}
@@ -119,6 +120,8 @@ def markdown(report: dict) -> str:
              + ", ".join(f"{k} {v:.3f}" if v else f"{k} n/a" for k, v in report["geomean_speedup"].items())]
     for k, s in report["geomean_speedup_spread"].items():
         lines.append(f"  {k}: per seed {s['per_seed']} over {s['n_tasks']} tasks")
+    lines.append("mean latency / the task's fastest run of any method (geomean): " + ", ".join(
+        f"{m} {g:.3f}" for m, g in report["gap_to_best_run"].items() if g))
     for label, row in report["tasks"].items():
         lines.append(f"  {label}: " + ", ".join(
             f"{m} {mean_or_none(v):.1f}" if mean_or_none(v) is not None else f"{m} n/a" for m, v in row.items()))

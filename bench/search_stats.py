@@ -90,3 +90,24 @@ def speedups(table: dict, seeds, methods=METHODS) -> tuple[dict, dict]:
         spread[name] = {"n_tasks": len(ratios), "per_seed": per_seed,
                         "min": min(vals) if vals else None, "max": max(vals) if vals else None}
     return geo, spread
+
+
+def gap_to_best_run(table: dict, methods=METHODS) -> dict:
+    """Per method, the geomean over tasks of its mean latency over seeds ÷ the fastest run of the
+    task by any method and seed (1.0: every run of it found what the best run of all found).
+
+    The speedup of :func:`speedups` against a baseline ``b`` equals ``gap[b] / gap[subject]`` on
+    the tasks both have, so ``gap[b]`` is the most any method could show against ``b`` by
+    matching, in every run, the best latency that any run of this benchmark reached: the ceiling
+    of the ratio at this budget unless a method finds programs faster than all of those.
+    """
+    gaps = {}
+    for m in methods:
+        ratios = []
+        for row in table.values():
+            runs = [x for xs in row.values() for x in xs if x is not None and math.isfinite(x) and x > 0]
+            mean = mean_or_none(row.get(m, []))
+            if runs and mean is not None:
+                ratios.append(mean / min(runs))
+        gaps[m] = geomean(ratios)
+    return gaps

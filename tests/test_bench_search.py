@@ -61,6 +61,24 @@ def test_speedups_geomean_and_seed_spread(search):
     assert spread["cwm_vs_random"]["per_seed"] == {"0": pytest.approx(4.0), "1": pytest.approx(math.sqrt(4 * 80 / 30))}
 
 
+def test_gap_to_best_run_is_the_ceiling_of_the_speedups(search):
+    import search_stats  # bench/ is on the path once bench/search.py is loaded
+
+    table = {  # latencies per seed
+        "a": {"cwm": [10.0, 30.0], "xgb": [40.0, 40.0]},   # fastest run 10
+        "b": {"cwm": [50.0, 50.0], "xgb": [25.0, None]},   # fastest run 25
+    }
+    gaps = search_stats.gap_to_best_run(table, methods=("cwm", "xgb"))
+    # cwm: a 20 / 10 = 2, b 50 / 25 = 2 -> 2; xgb: a 40 / 10 = 4, b 25 / 25 = 1 -> 2
+    assert gaps["cwm"] == pytest.approx(2.0) and gaps["xgb"] == pytest.approx(2.0)
+    geo, _ = search.speedups(table, [0, 1], methods=("cwm", "xgb"))
+    # the speedup over a baseline is the baseline's gap over the subject's (same tasks)
+    assert geo["cwm_vs_xgb"] == pytest.approx(gaps["xgb"] / gaps["cwm"])
+    # a method whose every run is the fastest of all sits at 1.0; a method with no runs has no gap
+    assert search_stats.gap_to_best_run({"a": {"cwm": [5.0], "xgb": [9.0]}}, ("cwm", "random"))["cwm"] == 1.0
+    assert search_stats.gap_to_best_run({"a": {"cwm": [5.0]}}, ("cwm", "random"))["random"] is None
+
+
 def test_op_class_and_round_robin_selection(search):
     assert search.op_class("fused_conv2d5_add4", 'T.sblock("conv2d_nchw")') == "conv2d"
     assert search.op_class("fused_conv2d17_add13", 'T.sblock("group_conv2d_nchw")') == "depthwise_conv2d"
@@ -213,6 +231,7 @@ def test_report_renderer(search, tmp_path):
     spec.loader.exec_module(report)
     text = "\n".join(report.search_table(json.loads((tmp_path / "search.json").read_text())))
     assert "fused_conv2d_a" in text and "1.50" in text and "sample efficiency" in text.lower()
+    assert "fastest run of any method" in text
 
 
 # ------------------------------------------------------------------ search profiles (issue #12, deliverable 6)
