@@ -94,3 +94,31 @@ def test_too_few_groups_is_an_error(items):
 
     with pytest.raises(ValueError, match="2 groups"):
         train_schedule_encoder(_encoder(items), items[:3], _config(), log=lambda *_: None)
+
+
+def test_training_names_its_device_and_hands_back_cpu_modules(items):
+    from cwm.model.schedule_contrastive import train_schedule_encoder
+
+    enc, head, metrics = train_schedule_encoder(_encoder(items), items, _config(max_steps=1, device="cpu"),
+                                                log=lambda *_: None)
+    assert metrics["device"] == "cpu"
+    assert {p.device.type for p in [*enc.parameters(), *head.parameters()]} == {"cpu"}  # ready to save
+    with pytest.raises(RuntimeError):  # a device torch does not know fails before any step
+        train_schedule_encoder(_encoder(items), items, _config(device="no-such-device"), log=lambda *_: None)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU: run it on a lent device machine")
+def test_training_on_a_gpu_resumes_from_its_checkpoint_and_hands_back_cpu_modules(items, tmp_path):
+    from cwm.model.schedule_contrastive import train_schedule_encoder
+
+    ckpt = tmp_path / "ckpt.pt"
+    train_schedule_encoder(_encoder(items), items, _config(max_steps=2, device="cuda"), checkpoint=ckpt,
+                           log=lambda *_: None)
+    enc, head, metrics = train_schedule_encoder(_encoder(items), items, _config(device="cuda"), checkpoint=ckpt,
+                                                log=lambda *_: None)
+    assert metrics["steps"] == 4 and all(np.isfinite(metrics["loss"])) and metrics["device"].startswith("cuda")
+    assert {p.device.type for p in [*enc.parameters(), *head.parameters()]} == {"cpu"}
+    # the GPU's checkpoint is read back on a CPU (map_location): a run may move between machines
+    _, _, m_cpu = train_schedule_encoder(_encoder(items), items, _config(max_steps=4), checkpoint=ckpt,
+                                         log=lambda *_: None)
+    assert m_cpu["steps"] == 4 and m_cpu["device"] == "cpu"

@@ -10,6 +10,10 @@ Two steps, resumable:
     python tools/train_schedule_encoder.py train work_dirs/enc/items \\
         --model python/cwm/default_model --out work_dirs/enc/encoder --steps 300
 
+Where a GPU is lent, ``train`` runs there (``--device cuda --max-windows 16 --steps 3000``): it
+needs torch, transformers and this checkout's ``python/`` only, and the items folder travels with
+the command (the device tool's ``carry``); the encoder comes back in ``--out``.
+
 ``--exclude-data``'s tasks (training and held-out) are never prepared: the zoo's training tasks
 are what the network-out probe validates on, and its held-out tasks are the final report's.
 Judge the encoder with ``cwm probe`` on a copy of the model given it (``et+stats`` against
@@ -65,7 +69,7 @@ def prepare(data: str, exclude: list[str], per_task: int, out: Path, cache_dir: 
 
 
 def train(items_path: Path, model_dir: str, out: Path, steps: int, seed: int, aux_weight: float,
-          checkpoint: Path) -> None:
+          checkpoint: Path, device: str = "cpu", max_windows: int = 2) -> None:
     from cwm.model.encoder import StateEncoder
     from cwm.model.schedule_contrastive import ScheduleContrastiveConfig, train_schedule_encoder
 
@@ -74,7 +78,8 @@ def train(items_path: Path, model_dir: str, out: Path, steps: int, seed: int, au
         with gzip.open(path, "rt") as f:
             items += [json.loads(line) for line in f if line.strip()]
     encoder = StateEncoder.load(Path(model_dir) / "encoder")
-    cfg = ScheduleContrastiveConfig(seed=seed, max_steps=steps, aux_weight=aux_weight)
+    cfg = ScheduleContrastiveConfig(seed=seed, max_steps=steps, aux_weight=aux_weight, device=device,
+                                    train_max_windows=max_windows)
     encoder, head, metrics = train_schedule_encoder(encoder, items, cfg, checkpoint=checkpoint)
     encoder.save(out)
     summary = {k: v for k, v in metrics.items() if k not in ("loss", "nce", "aux")}
@@ -104,11 +109,15 @@ def main() -> None:
     pt.add_argument("--seed", type=int, default=0)
     pt.add_argument("--aux-weight", type=float, default=1.0)
     pt.add_argument("--checkpoint", type=Path, default=None, help="default: OUT.ckpt")
+    pt.add_argument("--device", default="cpu", help="cpu, or cuda where a GPU is lent (torch only: no TVM there)")
+    pt.add_argument("--max-windows", type=int, default=2,
+                    help="windows of 256 tokens a training view keeps (2 on 2 cores; a GPU takes whole programs)")
     a = p.parse_args()
     if a.step == "prepare":
         prepare(a.data, a.exclude_data, a.per_task, a.out, a.cache_dir, a.seed, a.candidates)
     else:
-        train(a.items, a.model, a.out, a.steps, a.seed, a.aux_weight, a.checkpoint or a.out.with_suffix(".ckpt"))
+        train(a.items, a.model, a.out, a.steps, a.seed, a.aux_weight, a.checkpoint or a.out.with_suffix(".ckpt"),
+              a.device, a.max_windows)
 
 
 if __name__ == "__main__":

@@ -83,8 +83,8 @@ def nt_xent(z: torch.Tensor, temperature: float) -> torch.Tensor:
     """Views ``2i`` and ``2i + 1`` are positives; every other row is a negative."""
     z = F.normalize(z, dim=-1)
     sim = z @ z.t() / temperature
-    sim = sim.masked_fill(torch.eye(len(z), dtype=torch.bool), float("-inf"))
-    target = torch.arange(len(z)) ^ 1
+    sim = sim.masked_fill(torch.eye(len(z), dtype=torch.bool, device=z.device), float("-inf"))
+    target = torch.arange(len(z), device=z.device) ^ 1
     return F.cross_entropy(sim, target)
 
 

@@ -56,6 +56,10 @@ class ScheduleContrastiveConfig:
     holdout_groups: float = 0.1
     checkpoint_every: int = 25
     log_every: int = 10
+    #: where the encoder and the head train: "cpu", or "cuda" on a lent GPU, where thousands of
+    #: steps and whole-program views (a larger ``train_max_windows``) fit in minutes; the
+    #: checkpoint then holds the CUDA generator too, and a CPU run reads it back (map_location)
+    device: str = "cpu"
 
 
 def signed_log(x: np.ndarray) -> np.ndarray:
@@ -91,7 +95,7 @@ def split_items(items: list[dict], frac: float, seed: int) -> tuple[dict, dict]:
 
 def aux_loss(pred: torch.Tensor, target: torch.Tensor, group_ids: list[int]) -> torch.Tensor:
     """Mean squared error of the features plus of their deviation from the group's mean."""
-    ids = torch.tensor(group_ids)
+    ids = torch.tensor(group_ids, device=pred.device)
     onehot = F.one_hot(ids).to(pred.dtype)
     counts = onehot.sum(0, keepdim=True).t()
     mean_p = (onehot.t() @ pred) / counts
@@ -110,7 +114,7 @@ def head_error(encoder, head, groups: dict, scaler: FeatureScaler, max_per_group
     with torch.no_grad():
         z = encoder.encode([it["text"] for it in rows])
         head.eval()
-        pred = head(z).double().numpy()
+        pred = head(z).double().cpu().numpy()
         head.train()
     target = scaler(np.array([it["features"] for it in rows]))
     gid = np.array([it["group"] for it in rows])
@@ -136,8 +140,10 @@ def train_schedule_encoder(encoder, items: list[dict], cfg: ScheduleContrastiveC
         raise ValueError(f"schedule-contrastive training needs 2 groups with 2 schedules each, got {len(groups)}")
     scaler = FeatureScaler(np.array([it["features"] for g in groups for it in fit[g]]))
     torch.manual_seed(cfg.seed)
+    device = torch.device(cfg.device)
     head = torch.nn.Sequential(torch.nn.BatchNorm1d(encoder.dim, affine=False),
-                               torch.nn.Linear(encoder.dim, len(scaler.mean)))
+                               torch.nn.Linear(encoder.dim, len(scaler.mean))).to(device)
+    encoder.to(device)
     params = list(encoder.parameters()) + list(head.parameters())
     opt = torch.optim.AdamW(params, lr=cfg.lr, weight_decay=cfg.weight_decay)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, warmup_cosine(cfg.warmup_steps, cfg.max_steps))
@@ -147,13 +153,15 @@ def train_schedule_encoder(encoder, items: list[dict], cfg: ScheduleContrastiveC
     start_step = 0
     ckpt = Path(checkpoint) if checkpoint else None
     if ckpt is not None and ckpt.is_file():
-        state = torch.load(ckpt, weights_only=True)
+        state = torch.load(ckpt, weights_only=True, map_location=device)
         encoder.load_state_dict(state["encoder"])
         head.load_state_dict(state["head"])
         opt.load_state_dict(state["opt"])
         sched.load_state_dict(state["sched"])
         rng.setstate(state["rng"])
-        torch.set_rng_state(state["torch_rng"])
+        torch.set_rng_state(state["torch_rng"].cpu())
+        if device.type == "cuda" and "cuda_rng" in state:
+            torch.cuda.set_rng_state(state["cuda_rng"].cpu(), device)
         metrics = state["metrics"]
         start_step = state["step"]
         log(f"resumed at step {start_step} from {ckpt}")
@@ -176,7 +184,7 @@ def train_schedule_encoder(encoder, items: list[dict], cfg: ScheduleContrastiveC
                 gids.append(gi)
         z = encoder(None, ids=ids)
         nce = nt_xent(z, cfg.temperature)
-        target = torch.from_numpy(scaler(np.array(targets)))
+        target = torch.from_numpy(scaler(np.array(targets))).to(device)
         pred = head(torch.cat([z[0::2], z[1::2]])).view(2, -1, len(scaler.mean)).mean(0)
         aux = aux_loss(pred, target, gids)
         loss = nce + cfg.aux_weight * aux
@@ -190,15 +198,19 @@ def train_schedule_encoder(encoder, items: list[dict], cfg: ScheduleContrastiveC
         if cfg.log_every and step % cfg.log_every == 0:
             log(f"step {step:4d}  nce {nce.item():.3f}  aux {aux.item():.3f}  {time.monotonic() - t0:6.1f}s")
         if ckpt is not None and (step + 1) % cfg.checkpoint_every == 0:
-            _save_checkpoint(ckpt, {"encoder": encoder.state_dict(), "head": head.state_dict(),
-                                    "opt": opt.state_dict(), "sched": sched.state_dict(), "rng": rng.getstate(),
-                                    "torch_rng": torch.get_rng_state(), "metrics": metrics, "step": step + 1})
+            state = {"encoder": encoder.state_dict(), "head": head.state_dict(), "opt": opt.state_dict(),
+                     "sched": sched.state_dict(), "rng": rng.getstate(), "torch_rng": torch.get_rng_state(),
+                     "metrics": metrics, "step": step + 1}
+            if device.type == "cuda":
+                state["cuda_rng"] = torch.cuda.get_rng_state(device)
+            _save_checkpoint(ckpt, state)
     else:
         metrics["stopped_by"] = "steps"
     encoder.eval()
     metrics["steps"] = len(metrics["loss"])
     metrics["after"] = {"fit": head_error(encoder, head, fit, scaler), "heldout": head_error(encoder, head, held, scaler)}
-    return encoder, head, metrics
+    metrics["device"] = str(device)
+    return encoder.cpu(), head.cpu(), metrics
 
 
 def _save_checkpoint(path: Path, state: dict) -> None:
