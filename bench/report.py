@@ -596,6 +596,10 @@ TABLES = (("ranking.json", ranking_table), ("probe_centring_design_space.json", 
                                         "efficiency on 3 tasks (issue #12). The `xgb` runs (MetaSchedule's default, "
                                         "which reads no records) are those of `search_v6.json`, re-measured together "
                                         "with the new `cwm` and `xgb_pretrained` runs")),
+          ("search_v7_xeon.json", captioned(search_table, "The same model, command and tasks as `search_v7.json` "
+                                             "on the Intel Xeon host kind (decision 77): every method tuned and "
+                                             "re-measured on this host; both learned models read records measured "
+                                             "on the Zen 4 host; no sample-efficiency runs")),
           ("search_v6.json", captioned(search_table, "CWM v6, its ranker's margin blended with a GRU sequence "
                                         "head over the same actions (decision 71, chosen on the training tasks), "
                                         "against an `XGBModel` pre-trained on the same records, over 5 seeds, and "
