@@ -59,7 +59,7 @@ def add_eval_arguments(parser: argparse.ArgumentParser) -> None:
                              "use the roots the model was trained with)")
     parser.add_argument("--skip", action="append", default=[], choices=("static_final",),
                         help="leave a row out (static_final encodes every training and test task's final program: "
-                             "~1.5 h on 2 cores without the state cache); the result lists it as skipped")
+                             "~1.5-2 h on 2 cores without the state cache); the result lists it as skipped")
 
 
 def eval_main(argv) -> int:
