@@ -2,9 +2,10 @@
 
 ``cwm eval``'s ``static_final`` row encodes the real final program of every training and test
 candidate: 35,665 programs with both breadth roots, 94 min on 2 cores (decision 78;
-:mod:`cwm.model.state_cache`). The encoder runs in float64 and rounds to float32 once (:meth:`cwm.model.encoder.StateEncoder.encode`),
-so a GPU gives the same float32 states as the CPU, except with negligible odds; ``encode``
-checks that on the first texts before it writes anything (``--check``). Three steps:
+:mod:`cwm.model.state_cache`). The encoder runs in float64 and rounds to float32 once
+(:meth:`cwm.model.encoder.StateEncoder.encode`), so a GPU gives the same float32 states as the
+CPU, except with negligible odds; ``encode`` checks that on the first texts before it writes
+anything (``--check``). Three steps:
 
     # here: the texts the cache lacks, named by the cache files they will fill
     python tools/encode_states_elsewhere.py export --data data/dataset --extra-data data/dataset_breadth \\

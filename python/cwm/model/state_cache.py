@@ -2,10 +2,11 @@
 
 ``cwm eval``'s ``static_final`` baseline encodes the real final program of every training and
 test candidate: 35,665 programs with both breadth roots, 94 min on 2 cores (decision 78). One
-``.npy`` per task holds them, keyed by the task, the encoder's fingerprint (:func:`cwm.model.fingerprint.encoder_fingerprint`)
-and a hash of the encoded texts, so a retrained encoder or a task with new records never reads
-stale states, a refitted ranker reuses them, and an interrupted evaluation resumes where it
-stopped. Files are written whole or not at all.
+``.npy`` per task holds them, keyed by the task, the encoder's fingerprint
+(:func:`cwm.model.fingerprint.encoder_fingerprint`) and a hash of the encoded texts, so a
+retrained encoder or a task with new records never reads stale states, a refitted ranker reuses
+them, and an interrupted evaluation resumes where it stopped. Files are written whole or not at
+all.
 """
 from __future__ import annotations
 
