@@ -19,6 +19,7 @@ swapped-in encoder or transition never reads stale rollouts; an interrupted prob
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 import numpy as np
@@ -118,7 +119,7 @@ def design_space_reference(loader, model, key: str, target, cache_dir, fingerpri
     fb = model.design_samples(workload, target, samples, seed)
     ref = np.zeros(0, np.float32) if fb is None else model.reference(workload, target, samples, seed)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp.npz")
+    tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npz")  # processes may share the cache
     np.savez(tmp, ref=ref, n=0 if fb is None else len(fb.lengths))
     tmp.replace(path)
     return None if fb is None else ref
@@ -162,7 +163,7 @@ def task_representations(loader, model, key: str, target, cache_dir, fingerprint
               **({"et": encoded_states(model, trajs, "final")} if with_et else {}),
               "store": store, "store_ok": ok, "stats": stats.astype(np.float32), "lat": lat}
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp.npz")
+    tmp = path.with_name(f"{path.stem}.{os.getpid()}.tmp.npz")  # processes may share the cache
     np.savez(tmp, **arrays, **({} if with_store else {"no_store": np.ones(1, bool)}))
     tmp.replace(path)  # atomic: an interrupted probe never leaves a half-written task
     return arrays

@@ -11,6 +11,7 @@ all.
 from __future__ import annotations
 
 import hashlib
+import os
 from pathlib import Path
 
 import numpy as np
@@ -63,7 +64,7 @@ def read_cached(path: Path, rows: int) -> np.ndarray | None:
 def write_cached(path: Path, states: np.ndarray) -> None:
     """Write ``states`` to ``path`` whole or not at all."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")  # processes may share the cache
     with open(tmp, "wb") as f:
         np.save(f, states)
     tmp.replace(path)
