@@ -18,12 +18,14 @@ same tasks and score the validated network. Rows:
 * ``zblend_<w>``: the same with each score standardised within the validated task itself;
 * with ``--losses pairwise,lambdarank``, the rows of each further training loss of the sequence
   model (``SequenceConfig.loss``) are named ``sequence@<loss>``, ``blend@<loss>_<w>`` and
-  ``zblend@<loss>_<w>``; ``--weights`` lists the blend weights (default 0.25, 0.5, 0.75).
+  ``zblend@<loss>_<w>``; ``--weights`` lists the blend weights (default 0.25, 0.5, 0.75);
+* with ``--checkpoints 10,20,30``, the same rows of the model after those epochs of its training
+  (tagged ``@e<epochs>``), so one run compares training lengths.
 
 Nothing of either blend is learned from the validated network.
 
     PYTHONPATH=python .venv/bin/python bench/sequence_columns.py [--seeds 0,1,2] [--epochs 40]
-        [--weights 0.25,0.5,0.75] [--losses pairwise] [--out bench/results/probe_sequence_network.json]
+        [--checkpoints 10,20,30] [--weights 0.25,0.5,0.75] [--losses pairwise] [--out bench/results/probe_sequence_network.json]
 
 The result is written after every seed; a run that is stopped starts again from the beginning.
 """
@@ -49,26 +51,44 @@ def standardised(scores: np.ndarray) -> np.ndarray:
     return (scores - scores.mean()) / spread if spread > 0 else np.zeros_like(scores)
 
 
-def row_names(loss: str, weights) -> tuple[str, list[str], list[str]]:
-    """``(sequence row, blend rows, zblend rows)`` of a training loss of the sequence model; the
-    shipped loss (``pairwise``) keeps the plain names."""
-    tag = "" if loss == "pairwise" else f"@{loss}"
+def row_names(loss: str, weights, epochs: int | None = None) -> tuple[str, list[str], list[str]]:
+    """``(sequence row, blend rows, zblend rows)`` of a training loss of the sequence model, and of
+    an earlier epoch of its training (``--checkpoints``: tag ``@e<epochs>``); the shipped loss
+    (``pairwise``) after all its epochs keeps the plain names."""
+    tag = ("" if loss == "pairwise" else f"@{loss}") + ("" if epochs is None else f"@e{epochs}")
     return f"sequence{tag}", [f"blend{tag}_{w}" for w in weights], [f"zblend{tag}_{w}" for w in weights]
 
 
+def add_sequence_rows(scored, names, weights, sequence, fitting, validated, ranker_scores, ranker_spread, log,
+                      label: str) -> None:
+    """Append the rows ``names`` (of :func:`row_names`) of the sequence model as it is now."""
+    from cwm.model.sequence_head import SequenceBlend, within_task_spread
+
+    spreads = (ranker_spread, within_task_spread([sequence.score(t) for t in fitting]))
+    log(f"{label}: in-sample spreads ranker {spreads[0]:.4f}, sequence {spreads[1]:.4f}")
+    sequence_row, blends, zblends = names
+    scored.setdefault(sequence_row, [])
+    for t, r in zip(validated, ranker_scores):
+        s = sequence.score(t)
+        scored[sequence_row].append((t["lat"], s, t["weight"]))
+        for w, blend, zblend in zip(weights, blends, zblends):
+            scored.setdefault(blend, []).append((t["lat"], SequenceBlend(w, *spreads)(r, s), t["weight"]))
+            z = SequenceBlend(w, 1.0, 1.0)(standardised(r), standardised(s))
+            scored.setdefault(zblend, []).append((t["lat"], z, t["weight"]))
+
+
 def fold_scores(tasks, fit_only, cfg, seed: int, epochs: int, log, weights=BLEND_WEIGHTS,
-                losses=("pairwise",)) -> dict[str, list]:
-    """``{row: [(latencies, scores, weight) of every validated task]}`` over the network folds."""
+                losses=("pairwise",), checkpoints=()) -> dict[str, list]:
+    """``{row: [(latencies, scores, weight) of every validated task]}`` over the network folds;
+    ``checkpoints``: earlier epochs of the same training also scored (the training has no
+    schedule that depends on its length, so epoch ``k`` of it is a ``k``-epoch model)."""
     from vector_alignment import fit, rows
 
     from cwm.model.baselines.sequence_model import SequenceBaseline
     from cwm.model.probe import folds_of
-    from cwm.model.sequence_head import SequenceBlend, within_task_spread
+    from cwm.model.sequence_head import within_task_spread
 
     scored: dict[str, list] = {"ranker": []}
-    for loss in losses:
-        sequence_row, blends, zblends = row_names(loss, weights)
-        scored.update({name: [] for name in [sequence_row, *blends, *zblends]})
     for network, val_keys in folds_of(tasks, "network", 5, 0):
         fitting = [t for t in tasks if t["key"] not in set(val_keys)] + fit_only
         validated = [t for t in tasks if t["key"] in set(val_keys)]
@@ -77,20 +97,19 @@ def fold_scores(tasks, fit_only, cfg, seed: int, epochs: int, log, weights=BLEND
         ranker_scores = [np.asarray(ranker.predict(rows(t)), np.float64) for t in validated]
         scored["ranker"] += [(t["lat"], r, t["weight"]) for t, r in zip(validated, ranker_scores)]
         for loss in losses:
+            def checkpoint(done: int, sequence, loss=loss):
+                if done in checkpoints and done != epochs:
+                    add_sequence_rows(scored, row_names(loss, weights, done), weights, sequence, fitting, validated,
+                                      ranker_scores, ranker_spread, log,
+                                      f"seed {seed}, without {network}, {loss}, epoch {done}")
+
             started = time.perf_counter()
-            sequence = SequenceBaseline(seed=seed, epochs=epochs, time_budget_s=float("inf"), loss=loss).fit(fitting)
+            sequence = SequenceBaseline(seed=seed, epochs=epochs, time_budget_s=float("inf"), loss=loss)
+            sequence.fit(fitting, after_epoch=checkpoint if checkpoints else None)
             log(f"seed {seed}, without {network}: sequence model ({loss}) fitted in {time.perf_counter() - started:.0f} s "
                 f"({sequence.steps} steps, loss {sequence.history[0]:.4f} -> {sequence.history[-1]:.4f})")
-            spreads = (ranker_spread, within_task_spread([sequence.score(t) for t in fitting]))
-            log(f"seed {seed}, without {network}: in-sample spreads ranker {spreads[0]:.4f}, sequence {spreads[1]:.4f}")
-            sequence_row, blends, zblends = row_names(loss, weights)
-            for t, r in zip(validated, ranker_scores):
-                s = sequence.score(t)
-                scored[sequence_row].append((t["lat"], s, t["weight"]))
-                for w, blend, zblend in zip(weights, blends, zblends):
-                    scored[blend].append((t["lat"], SequenceBlend(w, *spreads)(r, s), t["weight"]))
-                    z = SequenceBlend(w, 1.0, 1.0)(standardised(r), standardised(s))
-                    scored[zblend].append((t["lat"], z, t["weight"]))
+            add_sequence_rows(scored, row_names(loss, weights), weights, sequence, fitting, validated, ranker_scores,
+                              ranker_spread, log, f"seed {seed}, without {network}, {loss}, epoch {epochs}")
     return scored
 
 
@@ -101,11 +120,12 @@ def main(argv=None) -> int:
 
     from cwm.model.metrics import summarize
 
-    args = training_arguments(argv, __doc__, "probe_sequence_network.json", lists=("seeds", "weights", "losses"),
+    args = training_arguments(argv, __doc__, "probe_sequence_network.json", lists=("seeds", "weights", "losses", "checkpoints"),
                               paths={"zen4-data": ROOT / "data" / "dataset_breadth_zen4", "epochs": 40})
     seeds = [int(s) for s in (args.seeds or ["0", "1", "2"])]
     weights = tuple(float(w) for w in args.weights) if args.weights else BLEND_WEIGHTS
     losses = tuple(args.losses or ["pairwise"])
+    checkpoints = tuple(int(e) for e in (args.checkpoints or []))
     start = time.perf_counter()
     log = stopwatch_log(start)
     setup = training_setup(args.data, args.fit_only_data, with_fb=True)
@@ -117,11 +137,12 @@ def main(argv=None) -> int:
     out = {"benchmark": "probe_sequence_network", "date": time.strftime("%Y-%m-%d"), "machine": machine(),
            "split": "train", "protocol": "leave one network out, the breadth tasks fitted on",
            "model_fingerprint": setup["fingerprint"], "tasks": len(tasks), "fit_only_tasks": len(fit_only),
-           "sequence_epochs": int(args.epochs), "sequence_losses": list(losses), "blend": "(1 - w) ranker + w (ranker spread / sequence spread) sequence; the spreads: "
+           "sequence_epochs": int(args.epochs), "sequence_losses": list(losses),
+           "sequence_checkpoints": list(checkpoints), "blend": "(1 - w) ranker + w (ranker spread / sequence spread) sequence; the spreads: "
                     "in-sample, the fold's fitting tasks (zblend: each score standardised within the task)",
            "network": {}}
     for seed in seeds:
-        scored = fold_scores(tasks, fit_only, cfg, seed, int(args.epochs), log, weights, losses)
+        scored = fold_scores(tasks, fit_only, cfg, seed, int(args.epochs), log, weights, losses, checkpoints)
         for row, results in scored.items():
             out["network"].setdefault(row, {})[f"seed_{seed}"] = summarize(results)
         log(f"seed {seed}: " + "  ".join(f"{row} {m[f'seed_{seed}']['top1']:.3f}/"

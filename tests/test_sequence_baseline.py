@@ -56,6 +56,23 @@ def test_same_seed_same_scores(model, tasks):
         np.testing.assert_array_equal(model.score(t), again.score(t))
 
 
+def test_scoring_after_each_epoch_changes_no_training(model, tasks):
+    """Scoring between epochs (``bench/sequence_columns.py --checkpoints``) draws no random
+    numbers: epoch k of a run is a k-epoch model, and the last epoch is the plain run's bits."""
+    seen = {}
+
+    def after_epoch(done, sequence):
+        if done in (EPOCHS // 2, EPOCHS):
+            seen[done] = [sequence.score(t) for t in tasks]
+
+    watched = SequenceBaseline(seed=0, epochs=EPOCHS, time_budget_s=300).fit(tasks, after_epoch=after_epoch)
+    half = SequenceBaseline(seed=0, epochs=EPOCHS // 2, time_budget_s=300).fit(tasks)
+    for i, t in enumerate(tasks):
+        np.testing.assert_array_equal(watched.score(t), model.score(t))
+        np.testing.assert_array_equal(seen[EPOCHS][i], model.score(t))
+        np.testing.assert_array_equal(seen[EPOCHS // 2][i], half.score(t))
+
+
 def test_padding_does_not_matter(model, tasks):
     short = min(tasks, key=lambda t: t["fb"].ints.shape[1])
     long = max(tasks, key=lambda t: t["fb"].ints.shape[1])

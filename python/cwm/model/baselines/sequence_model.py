@@ -171,7 +171,10 @@ class SequenceBaseline:
         self.model = _MODULE(self.cfg)
         return self.model
 
-    def fit(self, train_tasks) -> "SequenceBaseline":
+    def fit(self, train_tasks, after_epoch=None) -> "SequenceBaseline":
+        """Train on ``train_tasks``. ``after_epoch(epochs_done, self)``, when given, is called
+        after every epoch with the model in eval mode (it may score with :meth:`score`); it draws
+        no random numbers, so the training is the same with or without it."""
         import torch
 
         tasks = []
@@ -220,6 +223,10 @@ class SequenceBaseline:
                     if self.log:
                         self.log(f"epoch {epoch}: loss {self.history[-1] if self.history else float('nan'):.4f} "
                                  f"({time.perf_counter() - start:.1f}s)")
+                    if after_epoch is not None and not out_of_time:
+                        self.model.eval()
+                        after_epoch(epoch + 1, self)
+                        self.model.train()
                     if out_of_time:
                         break
         finally:
