@@ -8,16 +8,8 @@ process and in every worker process it starts (see :mod:`cwm.tvm_patch`).
 are resolved on first use, and so are ``cwm.compile`` (a model -> a tuned, callable
 ``CompiledModel``; docs/compile.md), ``cwm.load``, ``cwm.CompiledModel`` and ``cwm.CompileOptions``.
 """
-import os as _os
-
-# torch's matrix products go through MKL, which picks its kernels by the CPU's vector ISA: the same
-# seeded training then ends elsewhere on an AVX-512 Xeon than on an AVX2 machine. MKL's conditional
-# numerical reproducibility pins one code path on every x86 host with AVX2 (read at MKL's first
-# call, so it is set before anything here computes; a user's own MKL_CBWR wins). Decision 79.
-_os.environ.setdefault("MKL_CBWR", "AVX2")
-
-from cwm._version import NATIVE_API_VERSION, __version__  # noqa: E402
-from cwm import tvm_patch as _tvm_patch  # noqa: E402
+from cwm._version import NATIVE_API_VERSION, __version__
+from cwm import tvm_patch as _tvm_patch
 
 _tvm_patch.install()
 
