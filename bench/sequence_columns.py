@@ -20,12 +20,16 @@ same tasks and score the validated network. Rows:
   model (``SequenceConfig.loss``) are named ``sequence@<loss>``, ``blend@<loss>_<w>`` and
   ``zblend@<loss>_<w>``; ``--weights`` lists the blend weights (default 0.25, 0.5, 0.75);
 * with ``--checkpoints 10,20,30``, the same rows of the model after those epochs of its training
-  (tagged ``@e<epochs>``), so one run compares training lengths.
+  (tagged ``@e<epochs>``), so one run compares training lengths;
+* with ``--state-input displacement`` (or ``absolute``, ``start``), each step of the sequence model
+  reads a state as well (``SequenceConfig.state_input``: the shipped TransH's rollout, frozen, as
+  its displacement from the start, or itself; or the start state alone); its rows are tagged
+  ``@<state input>``.
 
 Nothing of either blend is learned from the validated network.
 
     PYTHONPATH=python .venv/bin/python bench/sequence_columns.py [--seeds 0,1,2] [--epochs 40]
-        [--checkpoints 10,20,30] [--weights 0.25,0.5,0.75] [--losses pairwise] [--out bench/results/probe_sequence_network.json]
+        [--checkpoints 10,20,30] [--weights 0.25,0.5,0.75] [--losses pairwise] [--state-input none] [--out bench/results/probe_sequence_network.json]
 
 The result is written after every seed; a run that is stopped starts again from the beginning.
 """
@@ -51,11 +55,13 @@ def standardised(scores: np.ndarray) -> np.ndarray:
     return (scores - scores.mean()) / spread if spread > 0 else np.zeros_like(scores)
 
 
-def row_names(loss: str, weights, epochs: int | None = None) -> tuple[str, list[str], list[str]]:
-    """``(sequence row, blend rows, zblend rows)`` of a training loss of the sequence model, and of
-    an earlier epoch of its training (``--checkpoints``: tag ``@e<epochs>``); the shipped loss
-    (``pairwise``) after all its epochs keeps the plain names."""
-    tag = ("" if loss == "pairwise" else f"@{loss}") + ("" if epochs is None else f"@e{epochs}")
+def row_names(loss: str, weights, epochs: int | None = None, state_input: str = "none") -> tuple[str, list[str], list[str]]:
+    """``(sequence row, blend rows, zblend rows)`` of a training loss of the sequence model, of the
+    state it reads (tag ``@<state_input>``), and of an earlier epoch of its training
+    (``--checkpoints``: tag ``@e<epochs>``); the shipped loss (``pairwise``) on the actions alone
+    after all its epochs keeps the plain names."""
+    tag = (("" if loss == "pairwise" else f"@{loss}") + ("" if state_input == "none" else f"@{state_input}")
+           + ("" if epochs is None else f"@e{epochs}"))
     return f"sequence{tag}", [f"blend{tag}_{w}" for w in weights], [f"zblend{tag}_{w}" for w in weights]
 
 
@@ -78,7 +84,7 @@ def add_sequence_rows(scored, names, weights, sequence, fitting, validated, rank
 
 
 def fold_scores(tasks, fit_only, cfg, seed: int, epochs: int, log, weights=BLEND_WEIGHTS,
-                losses=("pairwise",), checkpoints=()) -> dict[str, list]:
+                losses=("pairwise",), checkpoints=(), state_input: str = "none") -> dict[str, list]:
     """``{row: [(latencies, scores, weight) of every validated task]}`` over the network folds;
     ``checkpoints``: earlier epochs of the same training also scored (the training has no
     schedule that depends on its length, so epoch ``k`` of it is a ``k``-epoch model)."""
@@ -99,16 +105,17 @@ def fold_scores(tasks, fit_only, cfg, seed: int, epochs: int, log, weights=BLEND
         for loss in losses:
             def checkpoint(done: int, sequence, loss=loss):
                 if done in checkpoints and done != epochs:
-                    add_sequence_rows(scored, row_names(loss, weights, done), weights, sequence, fitting, validated,
+                    add_sequence_rows(scored, row_names(loss, weights, done, state_input), weights, sequence, fitting, validated,
                                       ranker_scores, ranker_spread, log,
                                       f"seed {seed}, without {network}, {loss}, epoch {done}")
 
             started = time.perf_counter()
-            sequence = SequenceBaseline(seed=seed, epochs=epochs, time_budget_s=float("inf"), loss=loss)
+            sequence = SequenceBaseline(seed=seed, epochs=epochs, time_budget_s=float("inf"), loss=loss,
+                                        state_input=state_input)
             sequence.fit(fitting, after_epoch=checkpoint if checkpoints else None)
             log(f"seed {seed}, without {network}: sequence model ({loss}) fitted in {time.perf_counter() - started:.0f} s "
                 f"({sequence.steps} steps, loss {sequence.history[0]:.4f} -> {sequence.history[-1]:.4f})")
-            add_sequence_rows(scored, row_names(loss, weights), weights, sequence, fitting, validated, ranker_scores,
+            add_sequence_rows(scored, row_names(loss, weights, None, state_input), weights, sequence, fitting, validated, ranker_scores,
                               ranker_spread, log, f"seed {seed}, without {network}, {loss}, epoch {epochs}")
     return scored
 
@@ -121,7 +128,8 @@ def main(argv=None) -> int:
     from cwm.model.metrics import summarize
 
     args = training_arguments(argv, __doc__, "probe_sequence_network.json", lists=("seeds", "weights", "losses", "checkpoints"),
-                              paths={"zen4-data": ROOT / "data" / "dataset_breadth_zen4", "epochs": 40})
+                              paths={"zen4-data": ROOT / "data" / "dataset_breadth_zen4", "epochs": 40,
+                                     "state-input": "none"})
     seeds = [int(s) for s in (args.seeds or ["0", "1", "2"])]
     weights = tuple(float(w) for w in args.weights) if args.weights else BLEND_WEIGHTS
     losses = tuple(args.losses or ["pairwise"])
@@ -132,17 +140,26 @@ def main(argv=None) -> int:
     tasks, cfg = setup["tasks"], setup["model"].ranker.cfg
     zen4 = recollected_tasks(args.zen4_data, setup["fit_only"], setup, log, with_fb=True)
     fit_only = variants(setup["fit_only"], zen4)["zen4_64"]
+    if args.state_input != "none":
+        from cwm.model.baselines.sequence_model import step_states
+        from cwm.model.transition import numpy_weights
+
+        weights_of = numpy_weights(setup["model"].transition)
+        for t in tasks + fit_only:
+            t["steps"] = step_states(t["z0"], t["fb"], weights_of, setup["model"].tcfg, args.state_input)
+        log(f"rolled-out states of {len(tasks) + len(fit_only)} tasks")
     log(f"{len(tasks)} zoo tasks validated, {len(fit_only)} breadth tasks fitted on "
         f"({sum(len(t['lat']) for t in fit_only)} rows)")
     out = {"benchmark": "probe_sequence_network", "date": time.strftime("%Y-%m-%d"), "machine": machine(),
            "split": "train", "protocol": "leave one network out, the breadth tasks fitted on",
            "model_fingerprint": setup["fingerprint"], "tasks": len(tasks), "fit_only_tasks": len(fit_only),
            "sequence_epochs": int(args.epochs), "sequence_losses": list(losses),
-           "sequence_checkpoints": list(checkpoints), "blend": "(1 - w) ranker + w (ranker spread / sequence spread) sequence; the spreads: "
+           "sequence_checkpoints": list(checkpoints), "sequence_state_input": args.state_input, "blend": "(1 - w) ranker + w (ranker spread / sequence spread) sequence; the spreads: "
                     "in-sample, the fold's fitting tasks (zblend: each score standardised within the task)",
            "network": {}}
     for seed in seeds:
-        scored = fold_scores(tasks, fit_only, cfg, seed, int(args.epochs), log, weights, losses, checkpoints)
+        scored = fold_scores(tasks, fit_only, cfg, seed, int(args.epochs), log, weights, losses, checkpoints,
+                             args.state_input)
         for row, results in scored.items():
             out["network"].setdefault(row, {})[f"seed_{seed}"] = summarize(results)
         log(f"seed {seed}: " + "  ".join(f"{row} {m[f'seed_{seed}']['top1']:.3f}/"

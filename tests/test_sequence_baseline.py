@@ -108,3 +108,58 @@ def test_failed_candidates_and_errors(tasks):
     lat[:5] = np.inf  # failed candidates train as slowest; scoring is unaffected by them
     m = SequenceBaseline(seed=0, epochs=2).fit([{"lat": lat, "fb": tasks[0]["fb"]}])
     assert np.isfinite(m.score(tasks[0])).all()
+
+
+def _displacements(tasks, scale: float):
+    """Each task with ``steps`` = ``scale`` × its rolled-out ``ẑ_t - z_0`` under a random TransH."""
+    from cwm.model.baselines.sequence_model import step_states
+    from cwm.model.transition import TransH, TransitionConfig, numpy_weights
+
+    torch.manual_seed(3)
+    transh = TransH(TransitionConfig())
+    with torch.no_grad():
+        transh.out.weight.normal_(0, 0.1)  # a non-zero translation, as after training
+    weights, z0 = numpy_weights(transh), np.random.default_rng(3).standard_normal(128).astype(np.float32)
+    z0 /= np.linalg.norm(z0)
+    return [dict(t, steps=scale * step_states(z0, t["fb"], weights, TransitionConfig())) for t in tasks], \
+        (weights, z0)
+
+
+def test_step_states_end_at_the_native_rollout(tasks):
+    """The last step's displacement is the native core's ``ẑ_T - z_0`` (float32 states: 1e-5);
+    the absolute states are the displacements plus ``z_0``, the start states ``z_0`` itself."""
+    from cwm import native
+    from cwm.model.baselines.sequence_model import step_states
+    from cwm.model.transition import TransitionConfig
+
+    with_steps, (weights, z0) = _displacements(tasks[:2], 1.0)
+    for t in with_steps:
+        fb = t["fb"]
+        core = native.transition_core(weights, TransitionConfig())
+        zt = core.rollout(np.ascontiguousarray(np.repeat(z0[None], len(fb.lengths), 0)), fb.ints, fb.numbers)
+        np.testing.assert_allclose(t["steps"][:, -1] + z0, zt, rtol=0, atol=1e-5)
+        assert t["steps"].shape == (*fb.ints.shape[:2], 128)
+        absolute = step_states(z0, fb, weights, TransitionConfig(), "absolute")
+        np.testing.assert_allclose(absolute, t["steps"] + z0, rtol=0, atol=1e-6)
+        np.testing.assert_array_equal(step_states(z0, fb, weights, TransitionConfig(), "start"),
+                                      np.broadcast_to(z0, absolute.shape))
+    with pytest.raises(ValueError, match="unknown state input"):
+        step_states(z0, fb, weights, TransitionConfig(), "final")
+
+
+def test_state_reading_head_without_a_transition_is_the_plain_head(model, tasks):
+    """With ``ẑ_t = z_0`` (no transition) the state read adds zero: the same bits as the plain
+    head (its weights are drawn last and get no gradient); with the rollout it scores otherwise."""
+    still, _ = _displacements(tasks, 0.0)
+    ablated = SequenceBaseline(seed=0, epochs=EPOCHS, time_budget_s=300, state_input="displacement").fit(still)
+    for t, s in zip(tasks, still):
+        np.testing.assert_array_equal(ablated.score(s), model.score(t))
+    rolled, _ = _displacements(tasks, 1.0)
+    reading = SequenceBaseline(seed=0, epochs=EPOCHS, time_budget_s=300, state_input="displacement").fit(rolled)
+    assert any(not np.array_equal(reading.score(r), model.score(t)) for r, t in zip(rolled, tasks))
+    with pytest.raises(ValueError, match="steps"):
+        reading.score(tasks[0])  # no rolled-out states given
+    from cwm.model.sequence_head import numpy_weights
+
+    with pytest.raises(ValueError, match="reads the state"):
+        numpy_weights(reading)  # the native core scores the action-only head alone

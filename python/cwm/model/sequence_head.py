@@ -57,6 +57,9 @@ def numpy_weights(sequence) -> dict:
     cfg = sequence.cfg
     if cfg.encoder != "gru" or cfg.layers != 1:
         raise ValueError(f"the native core scores a one-layer GRU head; this one is {cfg.layers} x {cfg.encoder!r}")
+    if cfg.state_input != "none":
+        raise ValueError(f"the native core scores a head on the actions alone; this one reads the state "
+                         f"({cfg.state_input!r})")
     from cwm.model.transition import action_embedding_weights, float32_state
 
     sd = float32_state(sequence.model)

@@ -11,6 +11,16 @@ encoder to predict a score, without looking at the program. Here:
   TransformerEncoder with sinusoidal positions and a key-padding mask;
 * masked mean + max pooling over the valid steps, an MLP head -> one scalar score.
 
+With ``state_input`` each step also reads a state, through a linear map added to the action's
+embedding before the LayerNorm (:func:`step_states` computes them; the task's rows then need
+``"steps"`` ``[N, T, D]`` beside ``"fb"``):
+
+* ``"displacement"``: the world model's rolled-out state after the step, less the start,
+  ``ẑ_t - z_0``. Without a transition (``ẑ_t = z_0``) the input is zero and the head is the
+  action-only head, bit for bit (its extra weights are drawn aside from the rest);
+* ``"absolute"``: the rolled-out state ``ẑ_t`` itself (the task's program and the dynamics);
+* ``"start"``: ``z_0`` at every step: ``"absolute"``'s ablation without a transition.
+
 Training is listwise-within-task: every step takes a group of candidates of *one* task and
 applies a pairwise logistic loss on all pairs with different measured latency (failed
 candidates, latency inf/NaN, rank below every measured one; failed-vs-failed pairs are
@@ -40,6 +50,9 @@ import numpy as np
 from cwm.model.pair_loss import pair_loss
 from cwm.model.transition import ActionEmbedding, TransitionConfig, action_indices, log_scale
 
+#: the states a step can read besides its action (``SequenceConfig.state_input``; see above)
+STATE_INPUTS = ("displacement", "absolute", "start")
+
 
 @dataclass(frozen=True)
 class SequenceConfig:
@@ -57,6 +70,8 @@ class SequenceConfig:
     grad_clip: float = 1.0
     threads: int = 1
     score_batch: int = 1024
+    state_input: str = "none"  # "none" | one of STATE_INPUTS (the state each step reads)
+    state_dim: int = 128  # the world model's latent width (read with state_input)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -84,16 +99,25 @@ def _torch_module():
             else:
                 raise ValueError(f"unknown encoder {cfg.encoder!r} (gru | transformer)")
             self.head = nn.Sequential(nn.Linear(2 * d, d), nn.ReLU(), nn.Dropout(cfg.dropout), nn.Linear(d, 1))
+            if cfg.state_input in STATE_INPUTS:  # drawn aside: the rest draws as without it
+                with torch.random.fork_rng(devices=[]):
+                    self.state = nn.Linear(cfg.state_dim, d, bias=False)
+            elif cfg.state_input != "none":
+                raise ValueError(f"unknown state input {cfg.state_input!r} (none | {' | '.join(STATE_INPUTS)})")
 
-        def embed(self, kind, hashed, small, numbers):
-            """The TransH action embedding (shared module), normalised."""
-            return self.drop(self.norm(self.actions(kind, hashed, small, numbers)))
+        def embed(self, kind, hashed, small, numbers, steps=None):
+            """The TransH action embedding (shared module), plus the state read, normalised."""
+            x = self.actions(kind, hashed, small, numbers)
+            if steps is not None:
+                x = x + self.state(steps)
+            return self.drop(self.norm(x))
 
-        def forward(self, kind, hashed, small, numbers, lengths):
-            """Scores ``[B]`` of actions ``[B, T, ...]`` with ``lengths [B]`` valid steps."""
+        def forward(self, kind, hashed, small, numbers, lengths, steps=None):
+            """Scores ``[B]`` of actions ``[B, T, ...]`` with ``lengths [B]`` valid steps (and the
+            rolled-out ``steps [B, T, D]`` with ``state_input``)."""
             t = kind.shape[1]
             valid = torch.arange(t)[None, :] < lengths[:, None]  # [B, T]
-            x = self.embed(kind, hashed, small, numbers)
+            x = self.embed(kind, hashed, small, numbers, steps)
             if self.cfg.encoder == "gru":
                 h, _ = self.seq(x)  # causal: valid steps never see the padding after them
             else:
@@ -116,19 +140,44 @@ def _torch_module():
 _MODULE = None
 
 
-def _inputs(fb, cfg: SequenceConfig):
-    """NumPy ``(kind, hashed, small, numbers, lengths)`` of a FeatureBatch."""
+def step_states(z0: np.ndarray, fb, weights: dict, tcfg: TransitionConfig, mode: str = "displacement") -> np.ndarray:
+    """``[N, T, D]`` float32: the state each step ``t`` of every trace of ``fb`` reads in ``mode``
+    (:data:`STATE_INPUTS`), rolled out from ``z0 [D]`` by the TransH of ``weights``
+    (:func:`~cwm.model.transition.numpy_weights`); padding steps keep the last state."""
+    from cwm.model.transition import rollout_numpy
+
+    if mode not in STATE_INPUTS:
+        raise ValueError(f"unknown state input {mode!r} ({' | '.join(STATE_INPUTS)})")
+    z = np.repeat(np.asarray(z0, np.float64)[None], fb.ints.shape[0], 0)
+    if mode == "start":
+        return np.repeat(z[:, None], fb.ints.shape[1], 1).astype(np.float32)
+    states = rollout_numpy(z, fb.ints, fb.numbers, weights, tcfg, return_all=True)[:, 1:]
+    return (states - z[:, None] if mode == "displacement" else states).astype(np.float32)
+
+
+def _inputs(task, cfg: SequenceConfig):
+    """NumPy ``(kind, hashed, small, numbers, lengths)`` of a task's FeatureBatch ``task["fb"]``,
+    and its ``task["steps"]`` with ``state_input``."""
+    fb = task["fb"]
     kind, hashed, small = action_indices(fb.ints, TransitionConfig(hash_buckets=cfg.hash_buckets,
                                                                     small_vocab=cfg.small_vocab))
-    return (kind, hashed, small, log_scale(fb.numbers).astype(np.float32),
-            np.asarray(fb.lengths, np.int64))
+    arrays = (kind, hashed, small, log_scale(fb.numbers).astype(np.float32), np.asarray(fb.lengths, np.int64))
+    if cfg.state_input == "none":
+        return arrays
+    if "steps" not in task:
+        raise ValueError("this sequence model reads the rolled-out states: give each task its \"steps\" "
+                         "(step_states)")
+    steps = np.asarray(task["steps"], np.float32)
+    if steps.shape[:2] != kind.shape[:2] or steps.shape[2] != cfg.state_dim:
+        raise ValueError(f"steps {steps.shape} do not match the actions {kind.shape[:2]} x state_dim {cfg.state_dim}")
+    return arrays + (steps,)
 
 
 def _to_torch(arrays, idx):
     """Rows ``idx`` of the input arrays as tensors, trimmed to their longest valid length."""
     import torch
 
-    kind, hashed, small, numbers, lengths = arrays
+    kind, hashed, small, numbers, lengths = arrays[:5]
     t = max(int(lengths[idx].max()) if len(idx) else 0, 1)
 
     def steps(a):
@@ -139,7 +188,8 @@ def _to_torch(arrays, idx):
             rows = np.concatenate([rows, np.zeros((rows.shape[0], t - rows.shape[1], *rows.shape[2:]), rows.dtype)], 1)
         return torch.from_numpy(np.ascontiguousarray(rows))
 
-    return steps(kind), steps(hashed), steps(small), steps(numbers), torch.from_numpy(lengths[idx])
+    out = (steps(kind), steps(hashed), steps(small), steps(numbers), torch.from_numpy(lengths[idx]))
+    return out + tuple(steps(a) for a in arrays[5:])
 
 
 class SequenceBaseline:
@@ -181,7 +231,7 @@ class SequenceBaseline:
         for t in train_tasks:
             lat = np.asarray(t["lat"], np.float64)
             if len(lat) >= 2 and (np.isfinite(lat) & (lat > 0)).any():
-                tasks.append((_inputs(t["fb"], self.cfg), lat))
+                tasks.append((_inputs(t, self.cfg), lat))
         if not tasks:
             raise ValueError("no training task with at least two candidates and one measured latency")
         prev = self._threads()
@@ -241,7 +291,7 @@ class SequenceBaseline:
 
         if self.model is None:
             raise RuntimeError("the sequence baseline is not trained: call fit() first")
-        arrays = _inputs(task["fb"], self.cfg)
+        arrays = _inputs(task, self.cfg)
         n = len(arrays[0])
         out = np.zeros(n, np.float64)
         prev = self._threads()
