@@ -149,7 +149,7 @@ def test_step_states_end_at_the_native_rollout(tasks):
 
 def test_state_reading_head_without_a_transition_is_the_plain_head(model, tasks):
     """With ``ẑ_t = z_0`` (no transition) the state read adds zero: the same bits as the plain
-    head (its weights are drawn last and get no gradient); with the rollout it scores otherwise."""
+    head (its weights are drawn aside and get no gradient); with the rollout it scores otherwise."""
     still, _ = _displacements(tasks, 0.0)
     ablated = SequenceBaseline(seed=0, epochs=EPOCHS, time_budget_s=300, state_input="displacement").fit(still)
     for t, s in zip(tasks, still):

@@ -54,6 +54,11 @@ from cwm.model.transition import ActionEmbedding, TransitionConfig, action_indic
 STATE_INPUTS = ("displacement", "absolute", "start")
 
 
+def _check_state_input(mode: str) -> None:
+    if mode not in STATE_INPUTS:
+        raise ValueError(f"unknown state input {mode!r} (none | {' | '.join(STATE_INPUTS)})")
+
+
 @dataclass(frozen=True)
 class SequenceConfig:
     encoder: str = "gru"  # "gru" | "transformer"
@@ -99,11 +104,10 @@ def _torch_module():
             else:
                 raise ValueError(f"unknown encoder {cfg.encoder!r} (gru | transformer)")
             self.head = nn.Sequential(nn.Linear(2 * d, d), nn.ReLU(), nn.Dropout(cfg.dropout), nn.Linear(d, 1))
-            if cfg.state_input in STATE_INPUTS:  # drawn aside: the rest draws as without it
-                with torch.random.fork_rng(devices=[]):
+            if cfg.state_input != "none":
+                _check_state_input(cfg.state_input)
+                with torch.random.fork_rng(devices=[]):  # drawn aside: the rest draws as without it
                     self.state = nn.Linear(cfg.state_dim, d, bias=False)
-            elif cfg.state_input != "none":
-                raise ValueError(f"unknown state input {cfg.state_input!r} (none | {' | '.join(STATE_INPUTS)})")
 
         def embed(self, kind, hashed, small, numbers, steps=None):
             """The TransH action embedding (shared module), plus the state read, normalised."""
@@ -146,8 +150,7 @@ def step_states(z0: np.ndarray, fb, weights: dict, tcfg: TransitionConfig, mode:
     (:func:`~cwm.model.transition.numpy_weights`); padding steps keep the last state."""
     from cwm.model.transition import rollout_numpy
 
-    if mode not in STATE_INPUTS:
-        raise ValueError(f"unknown state input {mode!r} ({' | '.join(STATE_INPUTS)})")
+    _check_state_input(mode)
     z = np.repeat(np.asarray(z0, np.float64)[None], fb.ints.shape[0], 0)
     if mode == "start":
         return np.repeat(z[:, None], fb.ints.shape[1], 1).astype(np.float32)
