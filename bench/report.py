@@ -480,6 +480,22 @@ def seed_transfer_table(r) -> list[str]:
     return out
 
 
+def _paired_arm_rows(entries: dict, baseline) -> list[str]:
+    """Rows ``| arm | pairs | best ÷ baseline | interval | faster / slower | at 32 | wall |`` of
+    :func:`search_knobs.paired` entries, the baseline left out."""
+    out = []
+    for arm, e in entries.items():
+        if arm == baseline:
+            continue
+        m, h = e["at_64"], e["at_32"]
+        ci = m.get("task_bootstrap_90")
+        out.append(f"| {arm} | {m['pairs']} | {m['geomean_best_over_baseline']:.3f} | "
+                   + (f"{ci[0]:.3f}-{ci[1]:.3f}" if ci else "n/a")
+                   + f" | {m['faster']} / {m['slower']} | {h['geomean_best_over_baseline']:.3f} | "
+                   + f"{e['wall_s_mean']:.0f} s |")
+    return out
+
+
 def parent_temperature_table(r) -> list[str]:
     """``bench/parent_temperature.py``: how sharply CWM's scores pick mutation parents, in search on
     training tasks with network-out priors."""
@@ -488,17 +504,23 @@ def parent_temperature_table(r) -> list[str]:
            f"CWM's default search, 64 trials, score `exp(margin / T)`, each task's prior refitted without its "
            f"network; best ÷ best at T = {base:g} of the same task and seed; 90 % interval: whole tasks "
            f"resampled; {r['machine']}; {r['date']})", "",
-           "| T | pairs | best ÷ baseline, 64 trials | 90 % interval | faster / slower (> 2 %) | at 32 trials |",
-           "|---|---|---|---|---|---|"]
-    for temp, e in r["temperatures"].items():
-        if float(temp) == base:
-            continue
-        m, h = e["at_64"], e["at_32"]
-        ci = m.get("task_bootstrap_90")
-        out.append(f"| {temp} | {m['pairs']} | {m['geomean_best_over_baseline']:.3f} | "
-                   + (f"{ci[0]:.3f}-{ci[1]:.3f}" if ci else "n/a")
-                   + f" | {m['faster']} / {m['slower']} | {h['geomean_best_over_baseline']:.3f} |")
-    return out + [""]
+           "| T | pairs | best ÷ baseline, 64 trials | 90 % interval | faster / slower (> 2 %) | at 32 trials | wall a run |",
+           "|---|---|---|---|---|---|---|"]
+    entries = {t: e for t, e in r["temperatures"].items()}
+    return out + _paired_arm_rows(entries, next(t for t in entries if float(t) == base)) + [""]
+
+
+def search_knobs_table(r) -> list[str]:
+    """``bench/search_knobs.py``: CWM's search knobs, in search on training tasks with network-out priors."""
+    base = r["baseline_arm"]
+    out = [f"**CWM's search knobs on the training tasks** (`bench/search_knobs.py`; CWM's default search "
+           f"(`{base}`) with one knob changed, 64 trials, each task's prior refitted without its network; "
+           f"best ÷ best of `{base}` of the same task and seed (`{base}`: {r['arms'][base]['wall_s_mean']:.0f} s a "
+           f"run); 90 % interval: whole tasks resampled; "
+           f"{r['machine']}; {r['date']})", "",
+           "| arm | pairs | best ÷ baseline, 64 trials | 90 % interval | faster / slower (> 2 %) | at 32 trials | wall a run |",
+           "|---|---|---|---|---|---|---|"]
+    return out + _paired_arm_rows(r["arms"], base) + [""]
 
 
 def ranker_bagging_table(r) -> list[str]:
@@ -656,6 +678,7 @@ TABLES = (("ranking.json", ranking_table), ("probe_centring_design_space.json", 
                                         "3 tasks at 64 trials")),
           ("adapt_sim.json", adapt_sim_table),
           ("seed_transfer.json", seed_transfer_table),
+          ("search_knobs.json", search_knobs_table),
           ("parent_temperature.json", parent_temperature_table),
           ("probe_ranker_bagging.json", ranker_bagging_table),
           ("search_v4.json", search_table),  # model v4's cwm runs; the baselines' runs are those of search.json

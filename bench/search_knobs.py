@@ -1,0 +1,260 @@
+"""CWM's search knobs, measured in search on training tasks only (issue #12, search; no held-out
+task is used).
+
+Each *arm* is CWM's default search (the ``seeded`` profile: 8 transferred schedules as the last
+round, the task and its networks kept out of the seed library) with some knobs changed; the first
+arm is the baseline. An arm is written ``base`` (nothing changed) or ``key=value`` pairs joined by
+``+``, where a key is a :class:`~cwm.tuning.settings.FastSettings` field (``num_trials_per_iter``,
+``genetic_num_iters``, ``population_size``, ...) or ``temperature`` (the cost model's
+``AdaptConfig.temperature``, decision 75)::
+
+    --arms base,num_trials_per_iter=8,genetic_num_iters=4
+
+The prior must not have seen the task: for every network of the chosen tasks the shipped model's
+ranker is refitted (its own config, :func:`cwm.model.train.fit_ranker`'s rows) on the training
+tasks of every other network and of the breadth roots, leaving out every task of that network (the
+probe's ``--group-by network`` folds). The refitted prior has no sequence head (its blend belongs
+to the shipped ranker); the fold rankers are saved under ``--work-root`` and read back on resume.
+
+Reported per arm: over (task, seed) pairs, the geometric mean of ``best / best of the baseline``
+at 64 trials and at 32, its 90 % interval when whole tasks are resampled, the wins and losses
+beyond 2 %, and the mean wall time of a run. Bests are the tuning-time measurements (each run's
+own), as in ``bench/seed_transfer.py --mode search``.
+
+    PYTHONPATH=python .venv/bin/python bench/search_knobs.py [--arms base,num_trials_per_iter=8]
+        [--seeds 0,1,2] [--tasks 12]
+
+Resumes from ``bench/results/search_knobs_runs.jsonl`` (one host per checkpoint); writes
+``bench/results/search_knobs.json``.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from checkpoint import JsonlCheckpoint, check_host  # noqa: E402
+from common import RESULTS, geomean, log, machine, today, write_result  # noqa: E402
+from seed_transfer import best_curve, round_robin, seed_config, zoo_training_tasks  # noqa: E402
+
+CHECKPOINT = os.path.join(RESULTS, "search_knobs_runs.jsonl")
+
+
+class Runs(JsonlCheckpoint):
+    """The checkpoint's runs, in order, and the ``(task, arm, seed)`` of each; ``field``: the row
+    key that names a run's arm."""
+
+    def __init__(self, path: str, field: str = "arm"):
+        self.rows, self.done, self.field = [], set(), field
+        super().__init__(path)
+
+    def _index(self, rec: dict) -> None:
+        self.rows.append(rec)
+        self.done.add((rec["task"], rec[self.field], rec["seed"]))
+
+
+def parse_arm(arm: str) -> tuple[dict, float]:
+    """``(FastSettings overrides, temperature)`` of an arm (module docstring); a clear error for
+    an unknown key or a value of the wrong type."""
+    from cwm.tuning.settings import FastSettings
+
+    if arm == "base":
+        return {}, 1.0
+    fields = {f.name: f.type for f in dataclasses.fields(FastSettings)}
+    overrides, temperature = {}, 1.0
+    for pair in arm.split("+"):
+        key, sep, value = pair.partition("=")
+        if not sep:
+            raise SystemExit(f"arm {arm!r}: {pair!r} is not key=value")
+        if key == "temperature":
+            temperature = float(value)
+        elif key in fields:
+            kind = {"int": int, "float": float, "str": str}.get(str(fields[key]))
+            if kind is None:
+                raise SystemExit(f"arm {arm!r}: {key} ({fields[key]}) cannot be set from an arm")
+            overrides[key] = kind(value)
+        else:
+            raise SystemExit(f"arm {arm!r}: unknown key {key!r}; a FastSettings field or temperature")
+    return overrides, temperature
+
+
+def network_of(tasks: list[dict]) -> dict[str, str]:
+    """Each chosen task's fold: the first of its networks (sorted)."""
+    return {t["key"]: t["networks"][0] for t in tasks if t["networks"]}
+
+
+def fold_priors(model, union, networks: set[str], work_root: Path) -> dict:
+    """``network -> Ranker`` fitted without any task of that network (module docstring)."""
+    import numpy as np
+
+    from cwm.model.probe import network_folds
+    from cwm.model.ranker import Ranker
+    from cwm.model.train import _training_trajectories, ranker_rows
+
+    paths = {n: work_root / f"ranker_without_{n}.json" for n in networks}
+    missing = sorted(n for n in networks if not paths[n].exists())
+    if missing:
+        by_task = _training_trajectories(union, model.meta.get("config", {}).get("seed", 0))
+        log(f"ranker rows of {len(by_task)} training tasks ...")
+        rows = {key: (feats, np.array([t.latency for t in trajs])) for key, trajs, _, feats
+                in ranker_rows(model, union, by_task)}
+        networks_of = {k: sorted(union.store.get_task(k).get("networks") or {}) for k in rows}
+        folds = dict(network_folds(networks_of))
+        for network in missing:
+            left_out = set(folds.get(network, ()))
+            keep = sorted(k for k in rows if k not in left_out)
+            start = time.perf_counter()
+            ranker = Ranker(model.ranker.cfg).fit(
+                np.concatenate([rows[k][0] for k in keep]), np.concatenate([rows[k][1] for k in keep]),
+                np.concatenate([np.full(len(rows[k][1]), i) for i, k in enumerate(keep)]))
+            work_root.mkdir(parents=True, exist_ok=True)
+            ranker.save(str(paths[network]))
+            log(f"ranker without {network}: {len(keep)} tasks, {time.perf_counter() - start:.0f} s")
+    return {n: Ranker.load(str(paths[n])) for n in networks}
+
+
+def run_arms(loader, union, library, arms, search_of, seeds, n_tasks: int, work_root: Path, checkpoint: str,
+             field: str = "arm", trials: int = 64) -> list[dict]:
+    """Tunes each chosen task once per arm and seed (resumable); ``search_of(arm)`` gives the
+    arm's ``(FastSettings, AdaptConfig)``, and a row names its arm under ``field``."""
+    import copy
+
+    from cwm.cost_model.cwm_model import CWMCostModel
+    from cwm.model import default_model_dir
+    from cwm.model.world_model import WorldModel
+    from cwm.tuning.tune import tune_tir
+
+    runs, host = Runs(checkpoint, field), machine()
+    check_host(runs, host)
+    tasks = [t for t in round_robin(zoo_training_tasks(loader, library), n_tasks) if t["networks"]]
+    fold = network_of(tasks)
+    log(f"{len(tasks)} tasks: {[(t['name'][:32], fold[t['key']]) for t in tasks]}")
+    todo = [(seed, task, arm) for seed in seeds for task in tasks for arm in arms
+            if (task["key"], arm, seed) not in runs.done]
+    if not todo:
+        return runs.rows
+    model = WorldModel.load(default_model_dir())
+    rankers = fold_priors(model, union, {fold[t["key"]] for _, t, _ in todo}, work_root)
+    for i, (seed, task, arm) in enumerate(todo):
+        settings, adapt = search_of(arm)
+        prior = copy.copy(model)
+        prior.ranker, prior.sequence_head = rankers[fold[task["key"]]], None
+        stats = {}
+        start = time.perf_counter()
+        out = tune_tir(loader.workload(task["key"]), "llvm", trials=trials,
+                       cost_model=CWMCostModel(world_model=prior, config=adapt), seed=seed, settings=settings,
+                       seed_library=library,
+                       seed_config=seed_config(task, seed_trials=settings.seed_trials,
+                                               placement=settings.seed_placement, choice=settings.seed_choice,
+                                               stats=stats))
+        curve = best_curve(out.records)
+        best = curve[-1] if curve else None
+        runs.append({"task": task["key"], "name": task["name"], "network_out": fold[task["key"]], field: arm,
+                     "seed": seed, "best_us": best, "curve": curve, "wall_s": time.perf_counter() - start,
+                     "seeds": stats, "machine": host})
+        log(f"[{i + 1}/{len(todo)}] seed {seed} {task['name'][:40]:40s} {field} {arm} best {best} us")
+    return runs.rows
+
+
+def task_bootstrap(per_task: list[list[float]], draws: int = 2000, seed: int = 0) -> list[float] | None:
+    """5th and 95th percentiles of the geometric mean of ratios when whole tasks (all their seeds)
+    are resampled with replacement: the seeds of one task are not independent samples."""
+    import random
+
+    if len(per_task) < 2:
+        return None
+    rng, means = random.Random(seed), []
+    for _ in range(draws):
+        means.append(geomean([x for task in rng.choices(per_task, k=len(per_task)) for x in task]))
+    means.sort()
+    return [means[int(0.05 * draws)], means[int(0.95 * draws) - 1]]
+
+
+def paired(rows: list[dict], arms, field: str = "arm") -> dict:
+    """``arm -> entry``: each arm's runs against the first arm's run of the same task and seed
+    (module docstring)."""
+
+    def best_at(row, k):
+        values = [v for v in row["curve"][:k] if v is not None]
+        return min(values) if values else None
+
+    base = {(r["task"], r["seed"]): r for r in rows if r[field] == arms[0]}
+    out = {}
+    for arm in arms:
+        entry = {}
+        for k in (32, 64):
+            ratios, by_task = [], {}
+            for r in rows:
+                b = base.get((r["task"], r["seed"]))
+                if r[field] != arm or b is None:
+                    continue
+                x, y = best_at(r, k), best_at(b, k)
+                if x and y:
+                    ratios.append(x / y)
+                    by_task.setdefault(r["task"], []).append(x / y)
+            entry[f"at_{k}"] = {"pairs": len(ratios), "geomean_best_over_baseline": geomean(ratios),
+                                "faster": sum(x < 0.98 for x in ratios), "slower": sum(x > 1.02 for x in ratios),
+                                "task_bootstrap_90": task_bootstrap(list(by_task.values()))}
+        entry["wall_s_mean"] = sum(r["wall_s"] for r in rows if r[field] == arm) / max(
+            1, sum(r[field] == arm for r in rows))
+        out[arm] = entry
+    return out
+
+
+def summary(rows: list[dict], arms: list[str]) -> dict:
+    return {"runs": len(rows), "baseline_arm": arms[0], "arms": paired(rows, arms)}
+
+
+def knob_search(arm: str):
+    """An arm's ``(FastSettings, AdaptConfig)``: the ``seeded`` profile with its overrides."""
+    from cwm.cost_model.cwm_model import AdaptConfig
+    from cwm.tuning.settings import search_settings
+
+    overrides, temperature = parse_arm(arm)
+    return dataclasses.replace(search_settings("seeded"), **overrides), AdaptConfig(temperature=temperature)
+
+
+def open_roots(data):
+    """``(roots, seed library, zoo loader, union)`` of ``--data`` (default: the shipped roots)."""
+    from cwm import tvm_patch  # noqa: F401  (MetaSchedule's fast import)
+    from cwm.dataset.loader import DatasetLoader
+    from cwm.dataset.union import open_datasets
+    from cwm.tuning.seed_library import SeedLibrary
+
+    roots = [r for r in (data or [str(ROOT / "data" / d) for d in
+                                  ("dataset", "dataset_breadth_zen4", "dataset_breadth")]) if os.path.isdir(r)]
+    return roots, SeedLibrary.from_datasets(roots), DatasetLoader(roots[0]), open_datasets(roots)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--arms", default="base,num_trials_per_iter=8", help="the first is the baseline")
+    parser.add_argument("--seeds", default="0,1,2")
+    parser.add_argument("--tasks", type=int, default=12)
+    parser.add_argument("--data", action="append", default=None,
+                        help="dataset roots (default: data/dataset, data/dataset_breadth_zen4, data/dataset_breadth)")
+    parser.add_argument("--work-root", default=str(ROOT / "work_dirs" / "search_knobs"))
+    args = parser.parse_args(argv)
+
+    arms = args.arms.split(",")
+    for arm in arms:
+        parse_arm(arm)  # a typo fails before any fold is fitted
+    roots, library, loader, union = open_roots(args.data)
+    rows = run_arms(loader, union, library, arms, knob_search, [int(s) for s in args.seeds.split(",")],
+                    args.tasks, Path(args.work_root), CHECKPOINT)
+    payload = {**summary(rows, arms), "machine": machine(), "date": today(),
+               "roots": [os.path.relpath(r, ROOT) for r in roots], "library_tasks": len(library)}
+    log(json.dumps(payload, indent=1))
+    write_result("search_knobs.json", payload)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

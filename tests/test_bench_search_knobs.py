@@ -1,0 +1,82 @@
+"""bench/search_knobs.py: how an arm is read and how arms are paired (no tuning here)."""
+from __future__ import annotations
+
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
+
+
+def test_an_arm_sets_search_knobs_and_the_temperature():
+    from search_knobs import knob_search, parse_arm
+
+    assert parse_arm("base") == ({}, 1.0)
+    assert parse_arm("num_trials_per_iter=8+temperature=2") == ({"num_trials_per_iter": 8}, 2.0)
+    settings, adapt = knob_search("genetic_num_iters=4+population_size=256")
+    assert (settings.genetic_num_iters, settings.population_size, adapt.temperature) == (4, 256, 1.0)
+    # the rest is CWM's default search, the seeded profile
+    assert (settings.seed_trials, settings.seed_placement, settings.num_trials_per_iter) == (8, "last", 16)
+
+
+@pytest.mark.parametrize("arm, message", [("trials=8", "unknown key"), ("num_trials_per_iter", "not key=value"),
+                                          ("num_trials_per_iter=eight", "invalid literal")])
+def test_a_bad_arm_is_refused_with_a_message(arm, message):
+    from search_knobs import parse_arm
+
+    with pytest.raises((SystemExit, ValueError), match=message):
+        parse_arm(arm)
+
+
+def test_arms_are_paired_with_the_first_arm_of_the_same_task_and_seed():
+    from search_knobs import summary
+
+    def row(task, seed, arm, curve):
+        return {"task": task, "seed": seed, "arm": arm, "curve": curve, "wall_s": 2.0 if arm == "x" else 1.0}
+
+    flat = [None] * 31
+    rows = [row("a", 0, "base", flat + [100.0] * 33),
+            row("a", 0, "x", flat + [200.0] + [50.0] * 32),   # at 32: 2.0; at 64: 0.5
+            row("a", 1, "x", flat + [10.0] * 33),             # no baseline of seed 1: not paired
+            row("b", 0, "base", flat + [10.0] * 33),
+            row("b", 0, "x", flat + [10.1] * 33)]             # within 2 %: neither faster nor slower
+    out = summary(rows, ["base", "x"])
+    assert out["baseline_arm"] == "base" and out["runs"] == 5
+    x = out["arms"]["x"]
+    assert x["at_64"]["pairs"] == 2
+    assert x["at_64"]["geomean_best_over_baseline"] == pytest.approx(math.sqrt(0.5 * 1.01))
+    assert (x["at_64"]["faster"], x["at_64"]["slower"]) == (1, 0)
+    assert x["at_32"]["geomean_best_over_baseline"] == pytest.approx(math.sqrt(2.0 * 1.01))
+    assert x["wall_s_mean"] == pytest.approx(2.0)
+    assert out["arms"]["base"]["at_64"]["geomean_best_over_baseline"] == pytest.approx(1.0)
+
+
+def test_a_checkpoint_of_another_host_is_refused(tmp_path):
+    from checkpoint import check_host
+    from search_knobs import Runs
+
+    runs = Runs(str(tmp_path / "runs.jsonl"))
+    runs.append({"task": "a", "arm": "base", "seed": 0, "curve": [], "machine": "host A"})
+    assert ("a", "base", 0) in runs.done
+    with pytest.raises(SystemExit, match="host A"):
+        check_host(Runs(runs.path), "host B")
+
+
+def test_report_table_leaves_the_baseline_out_and_shows_the_wall_time():
+    from report import search_knobs_table
+    from search_knobs import summary
+
+    def row(task, arm, best, wall):
+        return {"task": task, "seed": 0, "arm": arm, "curve": [best] * 64, "wall_s": wall}
+
+    rows = [row("a", "base", 100.0, 30.0), row("a", "num_trials_per_iter=8", 90.0, 40.0),
+            row("b", "base", 10.0, 30.0), row("b", "num_trials_per_iter=8", 11.0, 50.0)]
+    table = search_knobs_table({**summary(rows, ["base", "num_trials_per_iter=8"]), "machine": "a host",
+                                "date": "2026-12-06"})
+    lines = [line for line in table if line.startswith("| ")][1:]  # the header first
+    assert len(lines) == 1
+    cells = [c.strip() for c in lines[0].strip("|").split("|")]
+    assert cells[0] == "num_trials_per_iter=8" and cells[2] == f"{math.sqrt(0.9 * 1.1):.3f}"
+    assert cells[3] == "0.900-1.100" and cells[4] == "1 / 1" and cells[6] == "45 s"
