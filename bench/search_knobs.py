@@ -40,7 +40,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
-from checkpoint import JsonlCheckpoint, check_host  # noqa: E402
+from checkpoint import JsonlCheckpoint, Lock, check_host  # noqa: E402
 from common import RESULTS, geomean, log, machine, today, write_result  # noqa: E402
 from seed_transfer import best_curve, round_robin, seed_config, zoo_training_tasks  # noqa: E402
 
@@ -122,8 +122,15 @@ def fold_priors(model, union, networks: set[str], work_root: Path) -> dict:
 
 def run_arms(loader, union, library, arms, search_of, seeds, n_tasks: int, work_root: Path, checkpoint: str,
              field: str = "arm", trials: int = 64) -> list[dict]:
-    """Tunes each chosen task once per arm and seed (resumable); ``search_of(arm)`` gives the
-    arm's ``(FastSettings, AdaptConfig)``, and a row names its arm under ``field``."""
+    """Tunes each chosen task once per arm and seed (resumable; one process per checkpoint);
+    ``search_of(arm)`` gives the arm's ``(FastSettings, AdaptConfig)``, and a row names its arm
+    under ``field``."""
+    with Lock(checkpoint, "search-knobs benchmark"):
+        return _run_arms(loader, union, library, arms, search_of, seeds, n_tasks, work_root, checkpoint, field,
+                         trials)
+
+
+def _run_arms(loader, union, library, arms, search_of, seeds, n_tasks, work_root, checkpoint, field, trials):
     import copy
 
     from cwm.cost_model.cwm_model import CWMCostModel

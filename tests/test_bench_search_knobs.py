@@ -80,3 +80,13 @@ def test_report_table_leaves_the_baseline_out_and_shows_the_wall_time():
     cells = [c.strip() for c in lines[0].strip("|").split("|")]
     assert cells[0] == "num_trials_per_iter=8" and cells[2] == f"{math.sqrt(0.9 * 1.1):.3f}"
     assert cells[3] == "0.900-1.100" and cells[4] == "1 / 1" and cells[6] == "45 s"
+
+
+def test_a_second_process_on_the_same_checkpoint_is_refused(tmp_path):
+    from checkpoint import Lock
+    from search_knobs import run_arms
+
+    path = str(tmp_path / "runs.jsonl")
+    with Lock(path, "the first run"):
+        with pytest.raises(SystemExit, match="lock held"):
+            run_arms(None, None, None, ["base"], None, [0], 1, tmp_path, path)
