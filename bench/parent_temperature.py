@@ -29,7 +29,6 @@ Resumes from ``bench/results/parent_temperature_runs.jsonl``; writes
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
@@ -37,8 +36,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
-from common import RESULTS, log, machine, today, write_result  # noqa: E402
-from search_knobs import network_of, open_roots, paired, run_arms, task_bootstrap  # noqa: E402,F401
+from common import RESULTS  # noqa: E402
+from search_knobs import arm_arguments, network_of, paired, run_and_write, task_bootstrap  # noqa: E402,F401
 
 CHECKPOINT = os.path.join(RESULTS, "parent_temperature_runs.jsonl")
 
@@ -59,24 +58,11 @@ def summary(rows: list[dict], temperatures) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--temperatures", default="1,2,4", help="the first is the baseline")
-    parser.add_argument("--seeds", default="0,1")
-    parser.add_argument("--tasks", type=int, default=12)
-    parser.add_argument("--data", action="append", default=None,
-                        help="dataset roots (default: data/dataset, data/dataset_breadth_zen4, data/dataset_breadth)")
-    parser.add_argument("--work-root", default=str(ROOT / "work_dirs" / "parent_temperature"))
+    arm_arguments(parser, "--temperatures", "1,2,4", "0,1", "parent_temperature")
     args = parser.parse_args(argv)
-
-    roots, library, loader, union = open_roots(args.data)
     temperatures = [float(t) for t in args.temperatures.split(",")]
-    rows = run_arms(loader, union, library, temperatures, temperature_search,
-                    [int(s) for s in args.seeds.split(",")], args.tasks, Path(args.work_root), CHECKPOINT,
-                    field="temperature")
-    payload = {**summary(rows, temperatures), "machine": machine(), "date": today(),
-               "roots": [os.path.relpath(r, ROOT) for r in roots], "library_tasks": len(library)}
-    log(json.dumps(payload, indent=1))
-    write_result("parent_temperature.json", payload)
-    return 0
+    return run_and_write(args, temperatures, temperature_search, CHECKPOINT, "temperature", summary,
+                         "parent_temperature.json")
 
 
 if __name__ == "__main__":

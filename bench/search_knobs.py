@@ -240,27 +240,38 @@ def open_roots(data):
     return roots, SeedLibrary.from_datasets(roots), DatasetLoader(roots[0]), open_datasets(roots)
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--arms", default="base,num_trials_per_iter=8", help="the first is the baseline")
-    parser.add_argument("--seeds", default="0,1,2")
+def arm_arguments(parser, flag: str, arms: str, seeds: str, work_root: str) -> None:
+    """The options both search benches take: the arms' ``flag`` (default ``arms``, the first
+    the baseline), ``--seeds``, ``--tasks``, ``--data`` and ``--work-root`` (``work_dirs/<work_root>``)."""
+    parser.add_argument(flag, default=arms, help="the first is the baseline")
+    parser.add_argument("--seeds", default=seeds)
     parser.add_argument("--tasks", type=int, default=12)
     parser.add_argument("--data", action="append", default=None,
                         help="dataset roots (default: data/dataset, data/dataset_breadth_zen4, data/dataset_breadth)")
-    parser.add_argument("--work-root", default=str(ROOT / "work_dirs" / "search_knobs"))
-    args = parser.parse_args(argv)
+    parser.add_argument("--work-root", default=str(ROOT / "work_dirs" / work_root))
 
+
+def run_and_write(args, arms, search_of, checkpoint: str, field: str, summarize, name: str) -> int:
+    """Runs the arms (:func:`run_arms`), then writes ``bench/results/<name>`` with
+    ``summarize(rows, arms)``, the machine, the date and the roots."""
+    roots, library, loader, union = open_roots(args.data)
+    rows = run_arms(loader, union, library, arms, search_of, [int(s) for s in args.seeds.split(",")],
+                    args.tasks, Path(args.work_root), checkpoint, field=field)
+    payload = {**summarize(rows, arms), "machine": machine(), "date": today(),
+               "roots": [os.path.relpath(r, ROOT) for r in roots], "library_tasks": len(library)}
+    log(json.dumps(payload, indent=1))
+    write_result(name, payload)
+    return 0
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    arm_arguments(parser, "--arms", "base,num_trials_per_iter=8", "0,1,2", "search_knobs")
+    args = parser.parse_args(argv)
     arms = args.arms.split(",")
     for arm in arms:
         parse_arm(arm)  # a typo fails before any fold is fitted
-    roots, library, loader, union = open_roots(args.data)
-    rows = run_arms(loader, union, library, arms, knob_search, [int(s) for s in args.seeds.split(",")],
-                    args.tasks, Path(args.work_root), CHECKPOINT)
-    payload = {**summary(rows, arms), "machine": machine(), "date": today(),
-               "roots": [os.path.relpath(r, ROOT) for r in roots], "library_tasks": len(library)}
-    log(json.dumps(payload, indent=1))
-    write_result("search_knobs.json", payload)
-    return 0
+    return run_and_write(args, arms, knob_search, CHECKPOINT, "arm", summary, "search_knobs.json")
 
 
 if __name__ == "__main__":
