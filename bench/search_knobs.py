@@ -79,7 +79,10 @@ def parse_arm(arm: str) -> tuple[dict, float]:
             kind = {"int": int, "float": float, "str": str}.get(str(fields[key]))
             if kind is None:
                 raise SystemExit(f"arm {arm!r}: {key} ({fields[key]}) cannot be set from an arm")
-            overrides[key] = kind(value)
+            try:
+                overrides[key] = kind(value)
+            except ValueError:
+                raise SystemExit(f"arm {arm!r}: {key} must be of type {kind.__name__}, not {value!r}") from None
         else:
             raise SystemExit(f"arm {arm!r}: unknown key {key!r}; a FastSettings field or temperature")
     return overrides, temperature
@@ -270,7 +273,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     arms = args.arms.split(",")
     for arm in arms:
-        parse_arm(arm)  # a typo fails before any fold is fitted
+        knob_search(arm)  # a typo or an invalid setting fails before any fold is fitted
     return run_and_write(args, arms, knob_search, CHECKPOINT, "arm", summary, "search_knobs.json")
 
 

@@ -22,12 +22,19 @@ def test_an_arm_sets_search_knobs_and_the_temperature():
 
 
 @pytest.mark.parametrize("arm, message", [("trials=8", "unknown key"), ("num_trials_per_iter", "not key=value"),
-                                          ("num_trials_per_iter=eight", "invalid literal")])
+                                          ("num_trials_per_iter=eight", "must be of type int")])
 def test_a_bad_arm_is_refused_with_a_message(arm, message):
     from search_knobs import parse_arm
 
-    with pytest.raises((SystemExit, ValueError), match=message):
+    with pytest.raises(SystemExit, match=message):
         parse_arm(arm)
+
+
+def test_an_invalid_setting_is_refused_before_anything_runs():
+    from search_knobs import main
+
+    with pytest.raises(ValueError, match="init_min_unmeasured must be <= population_size"):
+        main(["--arms", "base,population_size=8"])
 
 
 def test_arms_are_paired_with_the_first_arm_of_the_same_task_and_seed():
