@@ -37,17 +37,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
 from common import RESULTS  # noqa: E402
-from search_knobs import arm_arguments, network_of, paired, run_and_write, task_bootstrap  # noqa: E402,F401
+from search_knobs import arm_arguments, knob_search, network_of, paired, run_and_write, task_bootstrap  # noqa: E402,F401
 
 CHECKPOINT = os.path.join(RESULTS, "parent_temperature_runs.jsonl")
 
 
 def temperature_search(temperature: float):
-    """A temperature's ``(FastSettings, AdaptConfig)``: the ``seeded`` profile at that temperature."""
-    from cwm.cost_model.cwm_model import AdaptConfig
-    from cwm.tuning.settings import search_settings
-
-    return search_settings("seeded"), AdaptConfig(temperature=temperature)
+    """A temperature's ``(FastSettings, AdaptConfig)``: the search-knobs arm ``temperature=T``."""
+    return knob_search(f"temperature={temperature!r}")
 
 
 def summary(rows: list[dict], temperatures) -> dict:

@@ -506,7 +506,7 @@ def parent_temperature_table(r) -> list[str]:
            f"resampled; {r['machine']}; {r['date']})", "",
            "| T | pairs | best ÷ baseline, 64 trials | 90 % interval | faster / slower (> 2 %) | at 32 trials | wall a run |",
            "|---|---|---|---|---|---|---|"]
-    entries = {t: e for t, e in r["temperatures"].items()}
+    entries = r["temperatures"]
     return out + _paired_arm_rows(entries, next(t for t in entries if float(t) == base)) + [""]
 
 
