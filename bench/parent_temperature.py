@@ -37,7 +37,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
 from common import RESULTS  # noqa: E402
-from search_knobs import arm_arguments, knob_search, network_of, paired, run_and_write, task_bootstrap  # noqa: E402,F401
+from search_knobs import (arm_arguments, knob_search, network_of, paired, run_and_write,  # noqa: E402,F401
+                          task_bootstrap)
 
 CHECKPOINT = os.path.join(RESULTS, "parent_temperature_runs.jsonl")
 
