@@ -523,6 +523,24 @@ def search_knobs_table(r) -> list[str]:
     return out + _paired_arm_rows(r["arms"], base) + [""]
 
 
+def dagger_offline_table(r) -> list[str]:
+    """``bench/dagger_offline.py``: the fold rankers with and without CWM's own searches' records."""
+    m = r["extra_manifest"]
+    cfg = m.get("collect_config") or {}
+    out = [f"**The ranker fitted also on CWM's own searches** (`bench/dagger_offline.py`, decision 83; leave one "
+           f"network out over the zoo training tasks of {', '.join(r['networks'])}; `{r['extra_root']}`: "
+           f"{m.get('finished_tasks')} tasks, {m.get('records')} records of {cfg.get('trials')}-trial CWM-guided "
+           f"searches measured on {m.get('cpu_model')}; `zoo`: the left-out tasks' records of the shipped roots; "
+           f"`cwm_search`: their CWM-guided searches' records; {r['machine']}; {r['date']})", "",
+           "| ranker fitted on | ranks | tasks | top-1 | per-task top-1 | top-5 | pairwise |",
+           "|---|---|---|---|---|---|---|"]
+    for name, entry in r["results"].items():
+        for ranks, m in entry["pooled"].items():
+            out.append(f"| {name.replace('_', ' ')} | {ranks} | {entry['tasks'][ranks]} | {m['top1']:.3f} | "
+                       f"{m['top1_task_mean']:.3f} | {m['top5']:.3f} | {m['pairwise_acc']:.4f} |")
+    return out + [""]
+
+
 def ranker_bagging_table(r) -> list[str]:
     """``bench/ranker_bagging.py``: trees bagged a round, leave one network out over the training
     tasks (mean over the ranker seeds, and pairwise by seed), then the search replay."""
@@ -680,6 +698,7 @@ TABLES = (("ranking.json", ranking_table), ("probe_centring_design_space.json", 
           ("seed_transfer.json", seed_transfer_table),
           ("search_knobs.json", search_knobs_table),
           ("parent_temperature.json", parent_temperature_table),
+          ("dagger_offline.json", dagger_offline_table),
           ("probe_ranker_bagging.json", ranker_bagging_table),
           ("search_v4.json", search_table),  # model v4's cwm runs; the baselines' runs are those of search.json
           ("search.json", search_table),

@@ -6,9 +6,12 @@ round, the task and its networks kept out of the seed library) with some knobs c
 arm is the baseline. An arm is written ``base`` (nothing changed) or ``key=value`` pairs joined by
 ``+``, where a key is a :class:`~cwm.tuning.settings.FastSettings` field (``num_trials_per_iter``,
 ``genetic_num_iters``, ``population_size``, ...) or ``temperature`` (the cost model's
-``AdaptConfig.temperature``, decision 75)::
+``AdaptConfig.temperature``, decision 75) or ``ranker_data`` (a dataset root whose tasks the
+fold rankers are fitted on too, as groups of their own: ``bench/dagger_collect.py``'s CWM-guided
+searches, decision 83)::
 
     --arms base,num_trials_per_iter=8,genetic_num_iters=4
+    --arms base,ranker_data=dataset_dagger_xeon
 
 The prior must not have seen the task: for every network of the chosen tasks the shipped model's
 ranker is refitted (its own config, :func:`cwm.model.train.fit_ranker`'s rows) on the training
@@ -75,6 +78,8 @@ def parse_arm(arm: str) -> tuple[dict, float]:
             raise SystemExit(f"arm {arm!r}: {pair!r} is not key=value")
         if key == "temperature":
             temperature = float(value)
+        elif key == "ranker_data":
+            continue  # the fold rankers' data (:func:`ranker_data_of`), not a search setting
         elif key in fields:
             kind = {"int": int, "float": float, "str": str}.get(str(fields[key]))
             if kind is None:
@@ -88,38 +93,84 @@ def parse_arm(arm: str) -> tuple[dict, float]:
     return overrides, temperature
 
 
+def ranker_data_of(arm: str) -> str | None:
+    """The dataset root of an arm's ``ranker_data=<root>`` (a folder, or a name under ``data/``)
+    whose tasks the fold rankers are fitted on too, as ranking groups of their own (decision 83);
+    None: the shipped roots only. A root that does not exist is a clear error."""
+    for pair in arm.split("+"):
+        key, _, value = pair.partition("=")
+        if key == "ranker_data":
+            path = Path(value) if Path(value).is_dir() else ROOT / "data" / value
+            if not (path / "manifest.json").exists():
+                raise SystemExit(f"arm {arm!r}: no dataset root at {value!r} (nor {path})")
+            return str(path)
+    return None
+
+
 def network_of(tasks: list[dict]) -> dict[str, str]:
     """Each chosen task's fold: the first of its networks (sorted)."""
     return {t["key"]: t["networks"][0] for t in tasks if t["networks"]}
 
 
-def fold_priors(model, union, networks: set[str], work_root: Path) -> dict:
-    """``network -> Ranker`` fitted without any task of that network (module docstring)."""
+def training_rows(model, union, extra_root: str | None = None) -> tuple[dict, dict]:
+    """``(rows, folds)``: ``task -> (ranker rows, latencies)`` of every training task of ``union``
+    and, with ``extra_root``, of that root's tasks as groups of their own (keyed ``<root>:<task>``);
+    ``network -> the training tasks (the union's and the extra root's) of that network`` (the
+    probe's ``--group-by network`` folds)."""
     import numpy as np
 
+    from cwm.dataset.loader import DatasetLoader
     from cwm.model.probe import network_folds
-    from cwm.model.ranker import Ranker
     from cwm.model.train import _training_trajectories, ranker_rows
 
-    paths = {n: work_root / f"ranker_without_{n}.json" for n in networks}
+    seed = model.meta.get("config", {}).get("seed", 0)
+    by_task = _training_trajectories(union, seed)
+    log(f"ranker rows of {len(by_task)} training tasks ...")
+    rows = {key: (feats, np.array([t.latency for t in trajs])) for key, trajs, _, feats
+            in ranker_rows(model, union, by_task)}
+    networks_of = {k: sorted(union.store.get_task(k).get("networks") or {}) for k in union.task_keys("train")}
+    if extra_root:
+        extra = DatasetLoader(extra_root)
+        extra_tasks = _training_trajectories(extra, seed)
+        log(f"ranker rows of {len(extra_tasks)} tasks of {extra_root} ...")
+        rows.update({f"{extra_root}:{key}": (feats, np.array([t.latency for t in trajs])) for key, trajs, _, feats
+                     in ranker_rows(model, extra, extra_tasks)})
+        # a task the union has too few records of to rank is still its network's
+        networks_of.update({k: sorted(extra.store.get_task(k).get("networks") or {}) for k in extra_tasks})
+    return rows, dict(network_folds(networks_of))
+
+
+def fitted_keys(rows: dict, folds: dict, network: str, extra_root: str | None) -> list[str]:
+    """The groups a fold ranker without ``network`` is fitted on: every task of ``rows`` but
+    that network's, and an extra root's copy of one of them (``<root>:<task>``) neither; the
+    extra root's groups only with ``extra_root``."""
+    left_out = set(folds.get(network, ()))
+    return sorted(k for k in rows if k.rpartition(":")[2] not in left_out and (extra_root or ":" not in k))
+
+
+def fold_priors(model, union, networks: set[str], work_root: Path, extra_root: str | None = None,
+                rows_and_folds: tuple[dict, dict] | None = None) -> dict:
+    """``network -> Ranker`` fitted without any task of that network (module docstring); with
+    ``extra_root``, also on that root's tasks (:func:`training_rows`), those of the left-out
+    network left out too. ``rows_and_folds``: :func:`training_rows`'s, when already computed."""
+    import numpy as np
+
+    from cwm.model.ranker import Ranker
+
+    tag = f"+{Path(extra_root).name}" if extra_root else ""
+    paths = {n: work_root / f"ranker_without_{n}{tag}.json" for n in networks}
     missing = sorted(n for n in networks if not paths[n].exists())
     if missing:
-        by_task = _training_trajectories(union, model.meta.get("config", {}).get("seed", 0))
-        log(f"ranker rows of {len(by_task)} training tasks ...")
-        rows = {key: (feats, np.array([t.latency for t in trajs])) for key, trajs, _, feats
-                in ranker_rows(model, union, by_task)}
-        networks_of = {k: sorted(union.store.get_task(k).get("networks") or {}) for k in rows}
-        folds = dict(network_folds(networks_of))
+        rows, folds = rows_and_folds or training_rows(model, union, extra_root)
         for network in missing:
-            left_out = set(folds.get(network, ()))
-            keep = sorted(k for k in rows if k not in left_out)
+            keep = fitted_keys(rows, folds, network, extra_root)
             start = time.perf_counter()
             ranker = Ranker(model.ranker.cfg).fit(
                 np.concatenate([rows[k][0] for k in keep]), np.concatenate([rows[k][1] for k in keep]),
                 np.concatenate([np.full(len(rows[k][1]), i) for i, k in enumerate(keep)]))
             work_root.mkdir(parents=True, exist_ok=True)
             ranker.save(str(paths[network]))
-            log(f"ranker without {network}: {len(keep)} tasks, {time.perf_counter() - start:.0f} s")
+            log(f"ranker without {network}{tag}: {len(keep)} tasks, {time.perf_counter() - start:.0f} s")
     return {n: Ranker.load(str(paths[n])) for n in networks}
 
 
@@ -151,11 +202,13 @@ def _run_arms(loader, union, library, arms, search_of, seeds, n_tasks, work_root
     if not todo:
         return runs.rows
     model = WorldModel.load(default_model_dir())
-    rankers = fold_priors(model, union, {fold[t["key"]] for _, t, _ in todo}, work_root)
+    rankers = {data: fold_priors(model, union, {fold[t["key"]] for _, t, a in todo if ranker_data_of(a) == data},
+                                 work_root, data)
+               for data in {ranker_data_of(a) for _, _, a in todo}}
     for i, (seed, task, arm) in enumerate(todo):
         settings, adapt = search_of(arm)
         prior = copy.copy(model)
-        prior.ranker, prior.sequence_head = rankers[fold[task["key"]]], None
+        prior.ranker, prior.sequence_head = rankers[ranker_data_of(arm)][fold[task["key"]]], None
         stats = {}
         start = time.perf_counter()
         out = tune_tir(loader.workload(task["key"]), "llvm", trials=trials,
@@ -274,6 +327,7 @@ def main(argv=None) -> int:
     arms = args.arms.split(",")
     for arm in arms:
         knob_search(arm)  # a typo or an invalid setting fails before any fold is fitted
+        ranker_data_of(arm)
     return run_and_write(args, arms, knob_search, CHECKPOINT, "arm", summary, "search_knobs.json")
 
 

@@ -21,6 +21,27 @@ def test_an_arm_sets_search_knobs_and_the_temperature():
     assert (settings.seed_trials, settings.seed_placement, settings.num_trials_per_iter) == (8, "last", 16)
 
 
+def test_ranker_data_names_an_existing_root_and_is_not_a_search_setting(tmp_path):
+    from search_knobs import parse_arm, ranker_data_of
+
+    assert parse_arm("ranker_data=somewhere+temperature=2") == ({}, 2.0)
+    assert ranker_data_of("base") is None and ranker_data_of("temperature=2") is None
+    with pytest.raises(SystemExit, match="no dataset root"):
+        ranker_data_of("ranker_data=no_such_root_here")
+    (tmp_path / "manifest.json").write_text("{}")
+    assert ranker_data_of(f"num_trials_per_iter=8+ranker_data={tmp_path}") == str(tmp_path)
+
+
+def test_a_fold_ranker_sees_no_task_of_its_network_in_any_root():
+    from search_knobs import fitted_keys
+
+    rows = {"a": 0, "b": 0, "c": 0, "/x/dagger:a": 0, "/x/dagger:c": 0}
+    folds = {"net1": ["a", "b"], "net2": ["c"]}
+    assert fitted_keys(rows, folds, "net1", "/x/dagger") == ["/x/dagger:c", "c"]
+    assert fitted_keys(rows, folds, "net2", "/x/dagger") == ["/x/dagger:a", "a", "b"]
+    assert fitted_keys(rows, folds, "net1", None) == ["c"]  # the shipped roots only
+
+
 @pytest.mark.parametrize("arm, message", [("trials=8", "unknown key"), ("num_trials_per_iter", "not key=value"),
                                           ("num_trials_per_iter=eight", "must be of type int")])
 def test_a_bad_arm_is_refused_with_a_message(arm, message):
