@@ -696,6 +696,11 @@ TABLES = (("ranking.json", ranking_table), ("probe_centring_design_space.json", 
                                         "3 tasks at 64 trials")),
           ("adapt_sim.json", adapt_sim_table),
           ("seed_transfer.json", seed_transfer_table),
+          ("search_knobs_dagger.json", captioned(search_knobs_table, "The ranker fitted also on CWM's own "
+                                                  "searches of the training tasks (decision 83, `ranker_data=`), "
+                                                  "paired with `temperature=1` (the shipped search, run again in "
+                                                  "the same hours); `base` is the same search run four hours "
+                                                  "earlier: the machine's drift")),
           ("search_knobs.json", search_knobs_table),
           ("parent_temperature.json", parent_temperature_table),
           ("dagger_offline.json", dagger_offline_table),

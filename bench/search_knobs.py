@@ -28,7 +28,8 @@ own), as in ``bench/seed_transfer.py --mode search``.
         [--seeds 0,1,2] [--tasks 12]
 
 Resumes from ``bench/results/search_knobs_runs.jsonl`` (one host per checkpoint); writes
-``bench/results/search_knobs.json``.
+``bench/results/search_knobs.json`` (``--out``: another name, e.g. for a table paired with another
+first arm).
 """
 from __future__ import annotations
 
@@ -221,7 +222,7 @@ def _run_arms(loader, union, library, arms, search_of, seeds, n_tasks, work_root
         best = curve[-1] if curve else None
         runs.append({"task": task["key"], "name": task["name"], "network_out": fold[task["key"]], field: arm,
                      "seed": seed, "best_us": best, "curve": curve, "wall_s": time.perf_counter() - start,
-                     "seeds": stats, "machine": host})
+                     "seeds": stats, "machine": host, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S")})
         log(f"[{i + 1}/{len(todo)}] seed {seed} {task['name'][:40]:40s} {field} {arm} best {best} us")
     return runs.rows
 
@@ -323,12 +324,14 @@ def run_and_write(args, arms, search_of, checkpoint: str, field: str, summarize,
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     arm_arguments(parser, "--arms", "base,num_trials_per_iter=8", "0,1,2", "search_knobs")
+    parser.add_argument("--out", default="search_knobs.json",
+                        help="the result's name under bench/results (the runs stay in one checkpoint)")
     args = parser.parse_args(argv)
     arms = args.arms.split(",")
     for arm in arms:
         knob_search(arm)  # a typo or an invalid setting fails before any fold is fitted
         ranker_data_of(arm)
-    return run_and_write(args, arms, knob_search, CHECKPOINT, "arm", summary, "search_knobs.json")
+    return run_and_write(args, arms, knob_search, CHECKPOINT, "arm", summary, args.out)
 
 
 if __name__ == "__main__":
