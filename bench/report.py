@@ -701,7 +701,10 @@ TABLES = (("ranking.json", ranking_table), ("probe_centring_design_space.json", 
                                                   "paired with `temperature=1` (the shipped search, run again in "
                                                   "the same hours); `base` is the same search run four hours "
                                                   "earlier: the machine's drift")),
-          ("search_knobs.json", search_knobs_table),
+          ("search_knobs.json", captioned(search_knobs_table, "Decision 82's arms. The two `genetic_num_iters` "
+                                           "arms ran 0-1.5 h after `base`, and the same search run 3-4 h later came "
+                                           "out 1.209× slower (decision 83): their losses are within the machine's "
+                                           "drift")),
           ("parent_temperature.json", parent_temperature_table),
           ("dagger_offline.json", dagger_offline_table),
           ("probe_ranker_bagging.json", ranker_bagging_table),
