@@ -64,6 +64,7 @@ def collect(args) -> int:
     import copy
 
     from cwm.cost_model.cwm_model import AdaptConfig, CWMCostModel
+    from cwm.dataset.recorder import make_recorder
     from cwm.dataset.store import DatasetStore
     from cwm.model import default_model_dir
     from cwm.model.world_model import WorldModel
@@ -102,8 +103,6 @@ def collect(args) -> int:
                 state["seq"] += 1
             if rows:
                 store.append(key, rows)
-
-        from cwm.dataset.recorder import make_recorder
 
         start = time.perf_counter()
         try:
