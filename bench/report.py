@@ -532,7 +532,7 @@ def dagger_offline_table(r) -> list[str]:
            f"{m.get('finished_tasks')} tasks, {m.get('records')} records of {cfg.get('trials')}-trial CWM-guided "
            f"searches measured on {m.get('cpu_model')}; `zoo`: the left-out tasks' records of the shipped roots; "
            f"`cwm_search`: their CWM-guided searches' records; {r['machine']}; {r['date']})", "",
-           "| ranker fitted on | ranks | tasks | top-1 | per-task top-1 | top-5 | pairwise |",
+           "| ranker fitted on | ranks | task-folds (a task of two networks: two) | top-1 | per-task top-1 | top-5 | pairwise |",
            "|---|---|---|---|---|---|---|"]
     for name, entry in r["results"].items():
         for ranks, m in entry["pooled"].items():
