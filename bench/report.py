@@ -701,6 +701,9 @@ TABLES = (("ranking.json", ranking_table), ("probe_centring_design_space.json", 
                                                   "paired with `temperature=1` (the shipped search, run again in "
                                                   "the same hours); `base` is the same search run four hours "
                                                   "earlier: the machine's drift")),
+          ("search_knobs_g1_check.json", captioned(search_knobs_table, "Decision 82's `genetic_num_iters=1` "
+                                                    "run again beside a replica of the shipped search "
+                                                    "(`temperature=1.0`), seed 0 (decision 83's check)")),
           ("search_knobs.json", captioned(search_knobs_table, "Decision 82's arms. The two `genetic_num_iters` "
                                            "arms ran 0-1.5 h after `base`, and the same search run 3-4 h later came "
                                            "out 1.209× slower (decision 83): their losses are within the machine's "
