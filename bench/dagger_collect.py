@@ -68,16 +68,17 @@ def collect(args) -> int:
     from cwm.dataset.store import DatasetStore
     from cwm.model import default_model_dir
     from cwm.model.world_model import WorldModel
-    from cwm.tuning.collect import _cpu_model
+    from cwm.target_spec import host_target
+    from cwm.tuning.collect import _cpu_model, check_collection_host, check_collection_mcpu
     from cwm.tuning.design_space import UntunableTaskError
     from cwm.tuning.settings import search_settings
     from cwm.tuning.tune import tune_tir
 
     _, library, loader, union = open_roots(args.data)
     store = DatasetStore(args.root)
-    seen = store.manifest().get("cpu_model") if (store.root / "manifest.json").exists() else None
-    if seen and seen != _cpu_model():
-        raise SystemExit(f"{args.root} was measured on {seen!r}; this machine is {_cpu_model()!r}: use another --root")
+    # the collector's own checks: a root measured on another CPU model or generation is not extended
+    check_collection_host(store.manifest(), _cpu_model())
+    check_collection_mcpu(store.manifest(), host_target())
     tasks = training_tasks(loader)[: args.tasks or None]
     todo = [t for t in tasks if not store.is_finished(t["key"])]
     log(f"{len(tasks)} training tasks, {len(todo)} to collect into {args.root}")
