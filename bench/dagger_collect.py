@@ -14,7 +14,12 @@ measured candidate goes into a dataset root of its own (``--root``, one task per
 ``ranker_data=<root>`` adds its tasks to the fold rankers as ranking groups of their own.
 
     PYTHONPATH=python .venv/bin/python bench/dagger_collect.py [--root data/dataset_dagger_xeon]
-        [--trials 48] [--seed 7]
+        [--trials 48] [--seed 7] [--guide cwm|xgb]
+
+``--guide xgb`` is the control (decision 84): the same tasks and trials, measured on this machine
+too, from the search the zoo's records come from (:func:`cwm.tuning.collect.collect_task`'s search
+phase, guided by a fresh ``XGBModel``, no random phase), so the offline table can tell what the
+host changes from what CWM's proposals change.
 
 Resumable: a finished task has its shard; an unfinished one's journal is dropped and the task
 tuned again (one search, under a minute). One process at a time (a lock on the root).
@@ -82,8 +87,10 @@ def collect(args) -> int:
     tasks = training_tasks(loader)[: args.tasks or None]
     todo = [t for t in tasks if not store.is_finished(t["key"])]
     log(f"{len(tasks)} training tasks, {len(todo)} to collect into {args.root}")
-    model = WorldModel.load(default_model_dir())
     fold = network_of(tasks)
+    if args.guide == "xgb":
+        return collect_xgb_guided(args, store, loader, tasks, todo, fold)
+    model = WorldModel.load(default_model_dir())
     rankers = fold_priors(model, union, {fold[t["key"]] for t in todo}, Path(args.work_root))
     settings = search_settings("seeded")
     skipped = {}
@@ -124,6 +131,49 @@ def collect(args) -> int:
     return 0
 
 
+def collect_xgb_guided(args, store, loader, tasks, todo, fold) -> int:
+    """The control: each task's ``--trials`` candidates from the collector's ``XGBModel``-guided
+    search (the zoo's protocol without its random phase); resumable per record."""
+    from cwm.target_spec import host_target
+    from cwm.tuning.collect import CollectConfig, collect_task
+    from cwm.tuning.pooled_builder import PooledBuilder
+    from cwm.tuning.pooled_runner import PooledRunner
+    from cwm.tuning.settings import FastSettings
+
+    cfg = CollectConfig(trials=args.trials, random_samples=0, seed=args.seed)
+    builder = PooledBuilder(2, timeout_sec=cfg.build_timeout_s)
+    runner = PooledRunner(FastSettings(repeat=cfg.repeat, min_repeat_ms=cfg.min_repeat_ms).evaluator_config())
+    skipped = {}
+    try:
+        for i, task in enumerate(todo):
+            key = task["key"]
+            store.put_task(key, {**loader.store.get_task(key), "dagger_network_out": fold[key]})
+            start = time.perf_counter()
+            try:
+                collect_task(store, key, host_target(), cfg, builder, runner=runner)
+            except Exception as e:  # a task that cannot be tuned is reported, the rest go on
+                skipped[key] = f"{type(e).__name__}: {e}"
+                log(f"[{i + 1}/{len(todo)}] {task['name'][:40]} skipped: {skipped[key]}")
+                continue
+            n = store.finish(key)
+            log(f"[{i + 1}/{len(todo)}] {task['name'][:40]:40s} {n} records, {time.perf_counter() - start:.0f} s")
+            write_root_files(store, tasks, args)
+    finally:
+        builder.close()
+        runner.close()
+    write_root_files(store, tasks, args, skipped)
+    return 0
+
+
+def collect_config(args) -> dict:
+    """The manifest's account of how the root's records were proposed."""
+    if args.guide == "xgb":
+        return {"source": "search", "guide": "XGBModel (fresh), the collector's search phase",
+                "trials": args.trials, "random": 0, "seed": args.seed}
+    return {"source": "cwm_search", "profile": "seeded", "trials": args.trials, "seed": args.seed,
+            "prior": "shipped model, ranker refitted without the task's network"}
+
+
 def write_root_files(store, tasks, args, skipped=None) -> None:
     """The root's manifest (this machine, the collection's settings) and its split: every task
     is a training task."""
@@ -134,12 +184,12 @@ def write_root_files(store, tasks, args, skipped=None) -> None:
     finished = [t["key"] for t in tasks if store.is_finished(t["key"])]
     _atomic_write(store.root / "split.json", json.dumps(
         {"heldout_networks": [], "test_tasks": [], "train_tasks": finished,
-         "rule": "every task is a zoo training task; its records are CWM-guided searches (bench/dagger_collect.py)"},
+         "rule": f"every task is a zoo training task; its records are {args.guide}-guided searches "
+                 "(bench/dagger_collect.py)"},
         indent=1, sort_keys=True).encode())
     extra = {"target": json.loads(str(host_target())), "cpu_model": _cpu_model(), "cpu_models": [_cpu_model()],
              "machine": machine(), "date": today(),
-             "collect_config": {"source": "cwm_search", "profile": "seeded", "trials": args.trials,
-                                "seed": args.seed, "prior": "shipped model, ranker refitted without the task's network"}}
+             "collect_config": collect_config(args)}
     if skipped:
         extra["skipped"] = skipped
     store.write_manifest(extra)
@@ -150,6 +200,8 @@ def main(argv=None) -> int:
     parser.add_argument("--root", default=str(ROOT / "data" / "dataset_dagger_xeon"))
     parser.add_argument("--trials", type=int, default=48)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--guide", choices=("cwm", "xgb"), default="cwm",
+                        help="whose search proposes the candidates (xgb: the control)")
     parser.add_argument("--tasks", type=int, default=0, help="the first N tasks in turn over folds (0: all)")
     parser.add_argument("--data", action="append", default=None, help="dataset roots (default: the shipped ones)")
     parser.add_argument("--work-root", default=str(ROOT / "work_dirs" / "search_knobs"),

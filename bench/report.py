@@ -524,20 +524,28 @@ def search_knobs_table(r) -> list[str]:
 
 
 def dagger_offline_table(r) -> list[str]:
-    """``bench/dagger_offline.py``: the fold rankers with and without CWM's own searches' records."""
-    m = r["extra_manifest"]
-    cfg = m.get("collect_config") or {}
-    out = [f"**The ranker fitted also on CWM's own searches** (`bench/dagger_offline.py`, decision 83; leave one "
-           f"network out over the zoo training tasks of {', '.join(r['networks'])}; `{r['extra_root']}`: "
-           f"{m.get('finished_tasks')} tasks, {m.get('records')} records of {cfg.get('trials')}-trial CWM-guided "
-           f"searches measured on {m.get('cpu_model')}; `zoo`: the left-out tasks' records of the shipped roots; "
-           f"`cwm_search`: their CWM-guided searches' records; {r['machine']}; {r['date']})", "",
-           "| ranker fitted on | ranks | task-folds (a task of two networks: two) | top-1 | per-task top-1 | top-5 | pairwise |",
-           "|---|---|---|---|---|---|---|"]
+    """``bench/dagger_offline.py``: the fold rankers with and without extra roots' records (CWM's
+    own searches, the control), each ranking every set."""
+    def described(name, m) -> str:
+        cfg = m.get("collect_config") or {}
+        guide = "CWM" if cfg.get("source") == "cwm_search" else "`XGBModel`"
+        return (f"`{name}`: {m.get('finished_tasks')} tasks, {m.get('records')} records of {cfg.get('trials')}-trial "
+                f"{guide}-guided searches measured on {m.get('cpu_model')}")
+
+    extras = "; ".join(described(n, m) for n, m in r["extra_roots"].items())
+    out = [f"**The ranker fitted also on CWM's own searches, and the control** (`bench/dagger_offline.py`, decisions "
+           f"83-84; leave one network out over the zoo training tasks of {', '.join(r['networks'])}; {extras}; `zoo`: "
+           f"the left-out tasks' records of the shipped roots (AMD EPYC); clear pairs: at least "
+           f"{round((r['clear_ratio'] - 1) * 100)} % apart; spread: the median task's median latency ÷ its best; "
+           f"{r['machine']}; {r['date']})", "",
+           "| ranker fitted on | ranks | task-folds (a task of two networks: two) | top-1 | per-task top-1 | top-5 | "
+           "pairwise | pairwise, clear pairs | spread |",
+           "|---|---|---|---|---|---|---|---|---|"]
     for name, entry in r["results"].items():
         for ranks, m in entry["pooled"].items():
             out.append(f"| {name.replace('_', ' ')} | {ranks} | {entry['tasks'][ranks]} | {m['top1']:.3f} | "
-                       f"{m['top1_task_mean']:.3f} | {m['top5']:.3f} | {m['pairwise_acc']:.4f} |")
+                       f"{m['top1_task_mean']:.3f} | {m['top5']:.3f} | {m['pairwise_acc']:.4f} | "
+                       f"{m['pairwise_clear']:.4f} | {m['spread']:.2f} |")
     return out + [""]
 
 

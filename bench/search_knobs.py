@@ -44,7 +44,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
-from checkpoint import JsonlCheckpoint, Lock, check_host  # noqa: E402
+from checkpoint import JsonlCheckpoint, Lock, check_host, hosts_of  # noqa: E402
 from common import RESULTS, geomean, log, machine, today, write_result  # noqa: E402
 from seed_transfer import best_curve, round_robin, seed_config, zoo_training_tasks  # noqa: E402
 
@@ -113,11 +113,11 @@ def network_of(tasks: list[dict]) -> dict[str, str]:
     return {t["key"]: t["networks"][0] for t in tasks if t["networks"]}
 
 
-def training_rows(model, union, extra_root: str | None = None) -> tuple[dict, dict]:
+def training_rows(model, union, extra_roots: str | list[str] | None = None) -> tuple[dict, dict]:
     """``(rows, folds)``: ``task -> (ranker rows, latencies)`` of every training task of ``union``
-    and, with ``extra_root``, of that root's tasks as groups of their own (keyed ``<root>:<task>``);
-    ``network -> the training tasks (the union's and the extra root's) of that network`` (the
-    probe's ``--group-by network`` folds)."""
+    and, with ``extra_roots`` (one root or several), of each such root's tasks as groups of their
+    own (keyed ``<root>:<task>``); ``network -> the training tasks (the union's and the extra
+    roots') of that network`` (the probe's ``--group-by network`` folds)."""
     import numpy as np
 
     from cwm.dataset.loader import DatasetLoader
@@ -130,7 +130,7 @@ def training_rows(model, union, extra_root: str | None = None) -> tuple[dict, di
     rows = {key: (feats, np.array([t.latency for t in trajs])) for key, trajs, _, feats
             in ranker_rows(model, union, by_task)}
     networks_of = {k: sorted(union.store.get_task(k).get("networks") or {}) for k in union.task_keys("train")}
-    if extra_root:
+    for extra_root in [extra_roots] if isinstance(extra_roots, str) else extra_roots or ():
         extra = DatasetLoader(extra_root)
         extra_tasks = _training_trajectories(extra, seed)
         log(f"ranker rows of {len(extra_tasks)} tasks of {extra_root} ...")
@@ -143,10 +143,11 @@ def training_rows(model, union, extra_root: str | None = None) -> tuple[dict, di
 
 def fitted_keys(rows: dict, folds: dict, network: str, extra_root: str | None) -> list[str]:
     """The groups a fold ranker without ``network`` is fitted on: every task of ``rows`` but
-    that network's, and an extra root's copy of one of them (``<root>:<task>``) neither; the
-    extra root's groups only with ``extra_root``."""
+    that network's, and an extra root's copy of one of them (``<root>:<task>``) neither; an extra
+    root's groups only where it is ``extra_root`` (``rows`` may hold several roots')."""
     left_out = set(folds.get(network, ()))
-    return sorted(k for k in rows if k.rpartition(":")[2] not in left_out and (extra_root or ":" not in k))
+    return sorted(k for k in rows if k.rpartition(":")[2] not in left_out
+                  and (":" not in k or k.rpartition(":")[0] == extra_root))
 
 
 def fold_priors(model, union, networks: set[str], work_root: Path, extra_root: str | None = None,
@@ -310,11 +311,12 @@ def arm_arguments(parser, flag: str, arms: str, seeds: str, work_root: str) -> N
 
 def run_and_write(args, arms, search_of, checkpoint: str, field: str, summarize, name: str) -> int:
     """Runs the arms (:func:`run_arms`), then writes ``bench/results/<name>`` with
-    ``summarize(rows, arms)``, the machine, the date and the roots."""
+    ``summarize(rows, arms)``, the machine the rows were measured on (named by the rows, not by
+    the host that writes the table), the date and the roots."""
     roots, library, loader, union = open_roots(args.data)
     rows = run_arms(loader, union, library, arms, search_of, [int(s) for s in args.seeds.split(",")],
                     args.tasks, Path(args.work_root), checkpoint, field=field)
-    payload = {**summarize(rows, arms), "machine": machine(), "date": today(),
+    payload = {**summarize(rows, arms), "machine": hosts_of(rows) or machine(), "date": today(),
                "roots": [os.path.relpath(r, ROOT) for r in roots], "library_tasks": len(library)}
     log(json.dumps(payload, indent=1))
     write_result(name, payload)

@@ -23,15 +23,35 @@ def test_the_offline_table_shows_each_ranker_on_each_set():
     from report import dagger_offline_table
 
     def metrics(top1):
-        return {"top1": top1, "top1_task_mean": 0.5, "top5": 0.9, "pairwise_acc": 0.75}
+        return {"top1": top1, "top1_task_mean": 0.5, "top5": 0.9, "pairwise_acc": 0.75, "pairwise_clear": 0.8,
+                "spread": 1.234}
 
-    entry = {"pooled": {"zoo": metrics(0.8), "cwm_search": metrics(0.6)}, "tasks": {"zoo": 10, "cwm_search": 9}}
+    sets = {"zoo": metrics(0.8), "dataset_dagger": metrics(0.6), "dataset_control": metrics(0.7)}
+    entry = {"pooled": sets, "tasks": {"zoo": 10, "dataset_dagger": 9, "dataset_control": 8}}
     table = dagger_offline_table({
-        "networks": ["a", "b"], "extra_root": "data/x", "machine": "a host", "date": "2026-12-06",
-        "extra_manifest": {"finished_tasks": 9, "records": 432, "cpu_model": "a CPU", "collect_config": {"trials": 48}},
-        "results": {"shipped_roots": entry, "with_cwm_search": entry}})
+        "networks": ["a", "b"], "clear_ratio": 1.1, "machine": "a host", "date": "2026-12-06",
+        "extra_roots": {
+            "dataset_dagger": {"finished_tasks": 9, "records": 432, "cpu_model": "a CPU",
+                               "collect_config": {"trials": 48, "source": "cwm_search"}},
+            "dataset_control": {"finished_tasks": 8, "records": 384, "cpu_model": "a CPU",
+                                "collect_config": {"trials": 48, "source": "search"}}},
+        "results": {"shipped_roots": entry, "with_dataset_dagger": entry, "with_dataset_control": entry}})
     rows = [line for line in table if line.startswith("| ")][1:]
-    assert len(rows) == 4
+    assert len(rows) == 9  # three rankers, each on three sets
     assert [c.strip() for c in rows[1].strip("|").split("|")] == [
-        "shipped roots", "cwm_search", "9", "0.600", "0.500", "0.900", "0.7500"]
+        "shipped roots", "dataset_dagger", "9", "0.600", "0.500", "0.900", "0.7500", "0.8000", "1.23"]
     assert "432 records of 48-trial CWM-guided searches measured on a CPU" in table[0]
+    assert "384 records of 48-trial `XGBModel`-guided searches" in table[0]
+    assert "at least 10 % apart" in table[0]
+
+
+def test_clear_pairs_and_spread():
+    import numpy as np
+    from dagger_offline import clear_pairwise, spread
+
+    lat = np.array([1.0, 1.05, 2.0, np.inf])
+    # pairs at least 10 % apart: (2.0, 1.0) and (2.0, 1.05); the failed candidate is left out
+    assert clear_pairwise(lat, np.array([3.0, 0.0, 1.0, 9.0])) == 0.5
+    assert clear_pairwise(lat, np.array([3.0, 2.0, 1.0, 0.0])) == 1.0
+    assert np.isnan(clear_pairwise(np.array([1.0, 1.05]), np.array([1.0, 0.0])))
+    assert spread(lat) == 1.05
