@@ -704,6 +704,11 @@ TABLES = (("ranking.json", ranking_table), ("probe_centring_design_space.json", 
                                         "3 tasks at 64 trials")),
           ("adapt_sim.json", adapt_sim_table),
           ("seed_transfer.json", seed_transfer_table),
+          ("search_knobs_control.json", captioned(search_knobs_table, "The ranker fitted also on the control "
+                                                   "collection (decision 84, `ranker_data=dataset_control_xeon`: "
+                                                   "the same tasks and trials as decision 83's, from `XGBModel`'s "
+                                                   "search, on this host), paired with `temperature=1.00`, the "
+                                                   "shipped search run interleaved with it")),
           ("search_knobs_dagger.json", captioned(search_knobs_table, "The ranker fitted also on CWM's own "
                                                   "searches of the training tasks (decision 83, `ranker_data=`), "
                                                   "paired with `temperature=1` (the shipped search, run again in "

@@ -17,6 +17,7 @@ def test_an_arm_sets_search_knobs_and_the_temperature():
     assert parse_arm("num_trials_per_iter=8+temperature=2") == ({"num_trials_per_iter": 8}, 2.0)
     settings, adapt = knob_search("genetic_num_iters=4+population_size=256")
     assert (settings.genetic_num_iters, settings.population_size, adapt.temperature) == (4, 256, 1.0)
+    assert knob_search("eps_greedy=0.25")[0].eps_greedy == 0.25 and settings.eps_greedy == 0.05
     # the rest is CWM's default search, the seeded profile
     assert (settings.seed_trials, settings.seed_placement, settings.num_trials_per_iter) == (8, "last", 16)
 
@@ -58,6 +59,8 @@ def test_an_invalid_setting_is_refused_before_anything_runs():
 
     with pytest.raises(ValueError, match="init_min_unmeasured must be <= population_size"):
         main(["--arms", "base,population_size=8"])
+    with pytest.raises(ValueError, match=r"eps_greedy must be in \[0, 1\]"):
+        main(["--arms", "base,eps_greedy=1.5"])
 
 
 def test_arms_are_paired_with_the_first_arm_of_the_same_task_and_seed():

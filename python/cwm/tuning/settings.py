@@ -30,6 +30,9 @@ class FastSettings:
     init_measured_ratio: float = 0.2
     init_min_unmeasured: int = 16
     genetic_num_iters: int = 2
+    #: the share of a round's trials drawn at random from the evolved population instead of by
+    #: score (MetaSchedule's default); a counter to a search that finds what its model overrates
+    eps_greedy: float = 0.05
     num_trials_per_iter: int = 16
     number: int = 3
     repeat: int = 1
@@ -66,6 +69,8 @@ class FastSettings:
             raise ValueError(f"seed_placement must be 'first' or 'last', not {self.seed_placement!r}")
         if self.seed_choice not in ("library", "model"):
             raise ValueError(f"seed_choice must be 'library' or 'model', not {self.seed_choice!r}")
+        if not 0.0 <= self.eps_greedy <= 1.0:
+            raise ValueError(f"eps_greedy must be in [0, 1], not {self.eps_greedy!r}")
         if self.init_min_unmeasured > self.population_size:
             raise ValueError("init_min_unmeasured must be <= population_size "
                              f"({self.init_min_unmeasured} > {self.population_size})")
@@ -79,7 +84,8 @@ class FastSettings:
 
         search = ms.search_strategy.EvolutionarySearch(
             population_size=self.population_size, init_measured_ratio=self.init_measured_ratio,
-            init_min_unmeasured=self.init_min_unmeasured, genetic_num_iters=self.genetic_num_iters)
+            init_min_unmeasured=self.init_min_unmeasured, genetic_num_iters=self.genetic_num_iters,
+            eps_greedy=self.eps_greedy)
         if seed_library is None or (seed_config is None and self.seed_trials <= 0):
             return search
         from cwm.tuning.seeded_search import SeedConfig, SeededSearch
