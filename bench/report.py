@@ -704,6 +704,11 @@ TABLES = (("ranking.json", ranking_table), ("probe_centring_design_space.json", 
                                         "3 tasks at 64 trials")),
           ("adapt_sim.json", adapt_sim_table),
           ("seed_transfer.json", seed_transfer_table),
+          ("search_knobs_eps_check.json", captioned(search_knobs_table, "MetaSchedule's ε-greedy share of a "
+                                                     "round (decision 84: `eps_greedy=0.125`, 2 of 16 trials at "
+                                                     "random; the shipped 0.05 picks none), beside "
+                                                     "`temperature=1.000`, a replica of the shipped search; seed "
+                                                     "0, a check")),
           ("search_knobs_control.json", captioned(search_knobs_table, "The ranker fitted also on the control "
                                                    "collection (decision 84, `ranker_data=dataset_control_xeon`: "
                                                    "the same tasks and trials as decision 83's, from `XGBModel`'s "
