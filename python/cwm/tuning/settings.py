@@ -30,8 +30,9 @@ class FastSettings:
     init_measured_ratio: float = 0.2
     init_min_unmeasured: int = 16
     genetic_num_iters: int = 2
-    #: the share of a round's trials drawn at random from the evolved population instead of by
-    #: score (MetaSchedule's default); a counter to a search that finds what its model overrates
+    #: the share of a round's trials that are random design-space samples instead of the best by
+    #: score (MetaSchedule's default; it takes ``int(num_trials_per_iter * eps_greedy)``, so 0.05 at
+    #: 16 a round is none); a counter to a search that finds what its model overrates
     eps_greedy: float = 0.05
     num_trials_per_iter: int = 16
     number: int = 3
