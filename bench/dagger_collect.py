@@ -133,35 +133,18 @@ def collect(args) -> int:
 
 def collect_xgb_guided(args, store, loader, tasks, todo, fold) -> int:
     """The control: each task's ``--trials`` candidates from the collector's ``XGBModel``-guided
-    search (the zoo's protocol without its random phase); resumable per record."""
-    from cwm.target_spec import host_target
-    from cwm.tuning.collect import CollectConfig, collect_task
-    from cwm.tuning.pooled_builder import PooledBuilder
-    from cwm.tuning.pooled_runner import PooledRunner
-    from cwm.tuning.settings import FastSettings
+    search (:func:`cwm.tuning.collect.collect`, the zoo's protocol without its random phase);
+    resumable per record."""
+    from cwm.tuning.collect import CollectConfig
+    from cwm.tuning.collect import collect as collect_tasks
 
-    cfg = CollectConfig(trials=args.trials, random_samples=0, seed=args.seed)
-    builder = PooledBuilder(2, timeout_sec=cfg.build_timeout_s)
-    runner = PooledRunner(FastSettings(repeat=cfg.repeat, min_repeat_ms=cfg.min_repeat_ms).evaluator_config())
-    skipped = {}
-    try:
-        for i, task in enumerate(todo):
-            key = task["key"]
-            store.put_task(key, {**loader.store.get_task(key), "dagger_network_out": fold[key]})
-            start = time.perf_counter()
-            try:
-                collect_task(store, key, host_target(), cfg, builder, runner=runner)
-            except Exception as e:  # a task that cannot be tuned is reported, the rest go on
-                skipped[key] = f"{type(e).__name__}: {e}"
-                log(f"[{i + 1}/{len(todo)}] {task['name'][:40]} skipped: {skipped[key]}")
-                continue
-            n = store.finish(key)
-            log(f"[{i + 1}/{len(todo)}] {task['name'][:40]:40s} {n} records, {time.perf_counter() - start:.0f} s")
-            write_root_files(store, tasks, args)
-    finally:
-        builder.close()
-        runner.close()
-    write_root_files(store, tasks, args, skipped)
+    for task in todo:
+        store.put_task(task["key"], {**loader.store.get_task(task["key"]), "dagger_network_out": fold[task["key"]]})
+    out = collect_tasks(store, [t["key"] for t in todo], cfg=CollectConfig(trials=args.trials, random_samples=0,
+                                                                           seed=args.seed))
+    for key, error in out["failures"].items():
+        log(f"{key} skipped: {error}")
+    write_root_files(store, tasks, args, out["failures"])
     return 0
 
 
