@@ -11,8 +11,9 @@ group) of every other network on the shipped roots; a candidate's score is
 
     mean_b s_b(x) - k * std_b s_b(x)
 
-for each ``--k`` (k = 0 is the bagged mean: a check on decision 76's bagging). A ranker's
-constant offset does not change a task's order, so the raw margins are combined. Each score
+for each ``--k`` (k = 0 is the bagged mean: a check on decision 76's bagging). A pairwise
+ranker's margins carry an offset of its own, which would enter the spread and, through it, the
+order; so each ranker's margins are centred over the task's candidates first. Each score
 ranks the left-out network's tasks on every set (:mod:`dagger_offline`'s sets and metrics: the
 zoo's records, and each ``--extra`` root's), beside the single fold ranker the search bench uses
 (``single``).
@@ -38,8 +39,10 @@ from search_knobs import fitted_keys, fold_priors, open_roots, training_rows  # 
 
 
 class PessimisticRanker:
-    """Rankers' mean score less ``k`` times their spread (population std) per candidate: a
-    ranker with ``predict`` as :class:`cwm.model.ranker.Ranker` has, so a world model takes it."""
+    """Rankers' mean score less ``k`` times their spread (population std) per candidate, each
+    ranker's margins centred over the candidates of one call (:func:`combine`): ``predict`` as
+    :class:`cwm.model.ranker.Ranker` has, for the candidates of one task. Centred per call, the
+    scores depend on the batch; a search would fix each task's offsets once."""
 
     def __init__(self, rankers: list, k: float = 0.0):
         if not rankers:
@@ -57,10 +60,13 @@ class PessimisticRanker:
 
 
 def combine(scores, k: float):
-    """``mean - k * std`` over axis 0 of ``(rankers, candidates)`` scores."""
+    """``mean - k * std`` over axis 0 of ``(rankers, candidates)`` scores, each ranker's row
+    centred first (its mean over the candidates subtracted): a ranker's own offset then moves
+    neither the spread nor the order."""
     import numpy as np
 
     scores = np.asarray(scores, np.float64)
+    scores = scores - scores.mean(1, keepdims=True)
     return scores.mean(0) - k * scores.std(0)
 
 
