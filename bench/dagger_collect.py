@@ -7,7 +7,7 @@ proposes, and those are the ones it overrates (decision 82). This collects them:
 training task is tuned once with CWM's default search (the ``seeded`` profile, 8 transferred
 schedules, the task and its networks kept out of the seed library), guided by the shipped model
 whose ranker was refitted without any task of the task's network
-(:func:`search_knobs.fold_priors`, the same fold rankers as the search-knobs bench), and every
+(:func:`fold_rankers.fold_priors`, the same fold rankers as the search-knobs bench), and every
 measured candidate goes into a dataset root of its own (``--root``, one task per workload, source
 ``cwm_search``), measured on this machine. That root is not a root of the union
 (:mod:`cwm.dataset.union`: a task key in two roots is one task); the search-knobs arm
@@ -37,7 +37,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from checkpoint import Lock  # noqa: E402
 from common import log, machine, today  # noqa: E402
-from search_knobs import fold_priors, network_of, open_roots  # noqa: E402
+from fold_rankers import fold_priors  # noqa: E402
+from search_knobs import network_of, open_roots  # noqa: E402
 from seed_transfer import seed_config  # noqa: E402
 
 

@@ -5,7 +5,7 @@ Each ``--extra`` root (default: CWM's own searches, ``bench/dagger_collect.py``,
 the same tasks and trials from an ``XGBModel``-guided search, ``--guide xgb``) holds zoo training
 tasks measured on the collecting machine. For each network whose tasks they hold, one ranker is
 fitted without any task of that network on the shipped roots alone
-(:func:`search_knobs.fold_priors`, the search-knobs bench's fold rankers), and one on them plus
+(:func:`fold_rankers.fold_priors`, the search-knobs bench's fold rankers), and one on them plus
 each extra root's tasks as groups of their own. Each ranks the left-out network's tasks on every
 set:
 
@@ -33,7 +33,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
 from common import log, machine, today, write_result  # noqa: E402
-from search_knobs import fold_priors, open_roots, training_rows  # noqa: E402
+from fold_rankers import fold_priors, training_rows  # noqa: E402
+from search_knobs import open_roots  # noqa: E402
 
 CLEAR_RATIO = 1.1  # pairs at least this far apart in latency are the "clear" pairs
 

@@ -21,13 +21,13 @@ zoo's records, and each ``--extra`` root's), beside the single fold ranker the s
     PYTHONPATH=python .venv/bin/python bench/pessimistic_offline.py [--bootstrap 5] [--k 0,0.5,1,2]
 
 Writes ``bench/results/pessimistic_offline.json``; the bootstrap rankers are cached under
-``--work-root`` (``ensemble/``), the single ones shared with ``bench/search_knobs.py``.
+``--work-root`` (``ensemble/``; :mod:`fold_rankers`), the single ones shared with
+``bench/search_knobs.py``.
 """
 from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -35,77 +35,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from common import log, machine, today, write_result  # noqa: E402
 from dagger_offline import metrics, name_of  # noqa: E402
-from search_knobs import fitted_keys, fold_priors, open_roots, training_rows  # noqa: E402
-
-
-class PessimisticRanker:
-    """Rankers' mean score less ``k`` times their spread (population std) per candidate, each
-    ranker's margins centred over the candidates of one call (:func:`combine`): ``predict`` as
-    :class:`cwm.model.ranker.Ranker` has, for the candidates of one task. Centred per call, the
-    scores depend on the batch; a search would fix each task's offsets once."""
-
-    def __init__(self, rankers: list, k: float = 0.0):
-        if not rankers:
-            raise ValueError("a pessimistic ranker needs at least one ranker")
-        self.rankers, self.k = list(rankers), float(k)
-
-    def scores(self, features):
-        """``(rankers, candidates)`` margins."""
-        import numpy as np
-
-        return np.stack([np.asarray(r.predict(features), np.float64) for r in self.rankers])
-
-    def predict(self, features):
-        return combine(self.scores(features), self.k)
-
-
-def combine(scores, k: float):
-    """``mean - k * std`` over axis 0 of ``(rankers, candidates)`` scores, each ranker's row
-    centred first (its mean over the candidates subtracted): a ranker's own offset then moves
-    neither the spread nor the order."""
-    import numpy as np
-
-    scores = np.asarray(scores, np.float64)
-    scores = scores - scores.mean(1, keepdims=True)
-    return scores.mean(0) - k * scores.std(0)
-
-
-def bootstrap_groups(keys: list[str], draw: int) -> list[str]:
-    """``len(keys)`` tasks drawn with replacement (seeded by ``draw``; sorted keys first, so the
-    draw does not depend on the caller's order)."""
-    import numpy as np
-
-    keys = sorted(keys)
-    return [keys[i] for i in np.random.default_rng(draw).integers(0, len(keys), len(keys))]
-
-
-def bootstrap_rankers(model, rows: dict, folds: dict, networks, draws: int, work_root: Path) -> dict:
-    """``network -> [Ranker]``: ``draws`` rankers fitted without any task of that network, each
-    on its own bootstrap sample of the other tasks (ranker seed = draw); cached, resumable."""
-    import dataclasses
-
-    import numpy as np
-
-    from cwm.model.ranker import Ranker
-
-    out = {}
-    for network in sorted(networks):
-        keep = fitted_keys(rows, folds, network, None)
-        out[network] = []
-        for draw in range(draws):
-            path = work_root / "ensemble" / f"ranker_without_{network}_boot{draw}.json"
-            if not path.exists():
-                picked = bootstrap_groups(keep, draw)
-                start = time.perf_counter()
-                ranker = Ranker(dataclasses.replace(model.ranker.cfg, seed=draw)).fit(
-                    np.concatenate([rows[k][0] for k in picked]), np.concatenate([rows[k][1] for k in picked]),
-                    np.concatenate([np.full(len(rows[k][1]), i) for i, k in enumerate(picked)]))
-                path.parent.mkdir(parents=True, exist_ok=True)
-                ranker.save(str(path))
-                log(f"ranker without {network}, draw {draw}: {len(set(picked))} of {len(keep)} tasks, "
-                    f"{time.perf_counter() - start:.0f} s")
-            out[network].append(Ranker.load(str(path)))
-    return out
+from fold_rankers import PessimisticRanker, bootstrap_rankers, combine, fold_priors, training_rows  # noqa: E402
+from search_knobs import open_roots  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -133,7 +64,7 @@ def main(argv=None) -> int:
     model = WorldModel.load(default_model_dir())
     rows, folds = training_rows(model, union, extras)
     single = fold_priors(model, union, set(networks), Path(args.work_root), None, (rows, folds))
-    ensembles = bootstrap_rankers(model, rows, folds, networks, args.bootstrap, Path(args.work_root))
+    ensembles = bootstrap_rankers(model, (rows, folds), networks, args.bootstrap, Path(args.work_root))
 
     scorers = ["single", *[f"k={k:g}" for k in ks]]
     sets = {s: {"zoo": [], **{name_of(e): [] for e in extras}} for s in scorers}

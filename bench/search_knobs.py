@@ -8,7 +8,8 @@ arm is the baseline. An arm is written ``base`` (nothing changed) or ``key=value
 ``genetic_num_iters``, ``population_size``, ...) or ``temperature`` (the cost model's
 ``AdaptConfig.temperature``, decision 75) or ``ranker_data`` (a dataset root whose tasks the
 fold rankers are fitted on too, as groups of their own: ``bench/dagger_collect.py``'s CWM-guided
-searches, decision 83)::
+searches, decision 83) or ``pessimism`` (the prior is the fold's ensemble of bootstrap rankers
+scored as its mean less ``k`` times its spread, decision 85)::
 
     --arms base,num_trials_per_iter=8,genetic_num_iters=4
     --arms base,ranker_data=dataset_dagger_xeon
@@ -46,9 +47,11 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from checkpoint import JsonlCheckpoint, Lock, check_host, hosts_of  # noqa: E402
 from common import RESULTS, geomean, log, machine, today, write_result  # noqa: E402
+from fold_rankers import PessimisticRanker, bootstrap_rankers, fold_priors, training_rows  # noqa: E402
 from seed_transfer import best_curve, round_robin, seed_config, zoo_training_tasks  # noqa: E402
 
 CHECKPOINT = os.path.join(RESULTS, "search_knobs_runs.jsonl")
+ENSEMBLE_DRAWS = 5  # bootstrap rankers a fold for a ``pessimism`` arm (bench/pessimistic_offline.py's default)
 
 
 class Runs(JsonlCheckpoint):
@@ -79,8 +82,8 @@ def parse_arm(arm: str) -> tuple[dict, float]:
             raise SystemExit(f"arm {arm!r}: {pair!r} is not key=value")
         if key == "temperature":
             temperature = float(value)
-        elif key == "ranker_data":
-            continue  # the fold rankers' data (:func:`ranker_data_of`), not a search setting
+        elif key in ("ranker_data", "pessimism"):
+            continue  # the prior (:func:`ranker_data_of`, :func:`pessimism_of`), not a search setting
         elif key in fields:
             kind = {"int": int, "float": float, "str": str}.get(str(fields[key]))
             if kind is None:
@@ -108,72 +111,30 @@ def ranker_data_of(arm: str) -> str | None:
     return None
 
 
+def pessimism_of(arm: str) -> float | None:
+    """The ``k`` of an arm's ``pessimism=<k>``: the prior is then the fold's ensemble of
+    :data:`ENSEMBLE_DRAWS` bootstrap rankers scored ``mean - k * spread`` (decision 85,
+    :class:`fold_rankers.PessimisticRanker`, anchored on the task's first batch); None: the
+    single fold ranker. A negative or non-numeric ``k``, or one with ``ranker_data``, is a clear
+    error."""
+    pairs = dict(pair.partition("=")[::2] for pair in arm.split("+"))
+    if "pessimism" not in pairs:
+        return None
+    try:
+        k = float(pairs["pessimism"])
+    except ValueError:
+        raise SystemExit(f"arm {arm!r}: pessimism must be a number, not {pairs['pessimism']!r}") from None
+    if k < 0:
+        raise SystemExit(f"arm {arm!r}: pessimism must be >= 0 (0: the ensemble's mean)")
+    if "ranker_data" in pairs:
+        raise SystemExit(f"arm {arm!r}: pessimism's ensembles are fitted on the shipped roots only; "
+                         "drop ranker_data")
+    return k
+
+
 def network_of(tasks: list[dict]) -> dict[str, str]:
     """Each chosen task's fold: the first of its networks (sorted)."""
     return {t["key"]: t["networks"][0] for t in tasks if t["networks"]}
-
-
-def training_rows(model, union, extra_roots: str | list[str] | None = None) -> tuple[dict, dict]:
-    """``(rows, folds)``: ``task -> (ranker rows, latencies)`` of every training task of ``union``
-    and, with ``extra_roots`` (one root or several), of each such root's tasks as groups of their
-    own (keyed ``<root>:<task>``); ``network -> the training tasks (the union's and the extra
-    roots') of that network`` (the probe's ``--group-by network`` folds)."""
-    import numpy as np
-
-    from cwm.dataset.loader import DatasetLoader
-    from cwm.model.probe import network_folds
-    from cwm.model.train import _training_trajectories, ranker_rows
-
-    seed = model.meta.get("config", {}).get("seed", 0)
-    by_task = _training_trajectories(union, seed)
-    log(f"ranker rows of {len(by_task)} training tasks ...")
-    rows = {key: (feats, np.array([t.latency for t in trajs])) for key, trajs, _, feats
-            in ranker_rows(model, union, by_task)}
-    networks_of = {k: sorted(union.store.get_task(k).get("networks") or {}) for k in union.task_keys("train")}
-    for extra_root in [extra_roots] if isinstance(extra_roots, str) else extra_roots or ():
-        extra = DatasetLoader(extra_root)
-        extra_tasks = _training_trajectories(extra, seed)
-        log(f"ranker rows of {len(extra_tasks)} tasks of {extra_root} ...")
-        rows.update({f"{extra_root}:{key}": (feats, np.array([t.latency for t in trajs])) for key, trajs, _, feats
-                     in ranker_rows(model, extra, extra_tasks)})
-        # a task the union has too few records of to rank is still its network's
-        networks_of.update({k: sorted(extra.store.get_task(k).get("networks") or {}) for k in extra_tasks})
-    return rows, dict(network_folds(networks_of))
-
-
-def fitted_keys(rows: dict, folds: dict, network: str, extra_root: str | None) -> list[str]:
-    """The groups a fold ranker without ``network`` is fitted on: every task of ``rows`` but
-    that network's, and an extra root's copy of one of them (``<root>:<task>``) neither; an extra
-    root's groups only where it is ``extra_root`` (``rows`` may hold several roots')."""
-    left_out = set(folds.get(network, ()))
-    return sorted(k for k in rows if k.rpartition(":")[2] not in left_out
-                  and (":" not in k or k.rpartition(":")[0] == extra_root))
-
-
-def fold_priors(model, union, networks: set[str], work_root: Path, extra_root: str | None = None,
-                rows_and_folds: tuple[dict, dict] | None = None) -> dict:
-    """``network -> Ranker`` fitted without any task of that network (module docstring); with
-    ``extra_root``, also on that root's tasks (:func:`training_rows`), those of the left-out
-    network left out too. ``rows_and_folds``: :func:`training_rows`'s, when already computed."""
-    import numpy as np
-
-    from cwm.model.ranker import Ranker
-
-    tag = f"+{Path(extra_root).name}" if extra_root else ""
-    paths = {n: work_root / f"ranker_without_{n}{tag}.json" for n in networks}
-    missing = sorted(n for n in networks if not paths[n].exists())
-    if missing:
-        rows, folds = rows_and_folds or training_rows(model, union, extra_root)
-        for network in missing:
-            keep = fitted_keys(rows, folds, network, extra_root)
-            start = time.perf_counter()
-            ranker = Ranker(model.ranker.cfg).fit(
-                np.concatenate([rows[k][0] for k in keep]), np.concatenate([rows[k][1] for k in keep]),
-                np.concatenate([np.full(len(rows[k][1]), i) for i, k in enumerate(keep)]))
-            work_root.mkdir(parents=True, exist_ok=True)
-            ranker.save(str(paths[network]))
-            log(f"ranker without {network}{tag}: {len(keep)} tasks, {time.perf_counter() - start:.0f} s")
-    return {n: Ranker.load(str(paths[n])) for n in networks}
 
 
 def run_arms(loader, union, library, arms, search_of, seeds, n_tasks: int, work_root: Path, checkpoint: str,
@@ -206,11 +167,16 @@ def _run_arms(loader, union, library, arms, search_of, seeds, n_tasks, work_root
     model = WorldModel.load(default_model_dir())
     rankers = {data: fold_priors(model, union, {fold[t["key"]] for _, t, a in todo if ranker_data_of(a) == data},
                                  work_root, data)
-               for data in {ranker_data_of(a) for _, _, a in todo}}
+               for data in {ranker_data_of(a) for _, _, a in todo if pessimism_of(a) is None}}
+    pessimistic = {fold[t["key"]] for _, t, a in todo if pessimism_of(a) is not None}
+    ensembles = bootstrap_rankers(model, lambda: training_rows(model, union), pessimistic, ENSEMBLE_DRAWS,
+                                  work_root) if pessimistic else {}
     for i, (seed, task, arm) in enumerate(todo):
         settings, adapt = search_of(arm)
-        prior = copy.copy(model)
-        prior.ranker, prior.sequence_head = rankers[ranker_data_of(arm)][fold[task["key"]]], None
+        prior, k = copy.copy(model), pessimism_of(arm)
+        prior.ranker = (rankers[ranker_data_of(arm)][fold[task["key"]]] if k is None
+                        else PessimisticRanker(ensembles[fold[task["key"]]], k, anchored=True))
+        prior.sequence_head = None
         stats = {}
         start = time.perf_counter()
         out = tune_tir(loader.workload(task["key"]), "llvm", trials=trials,
@@ -333,6 +299,7 @@ def main(argv=None) -> int:
     for arm in arms:
         knob_search(arm)  # a typo or an invalid setting fails before any fold is fitted
         ranker_data_of(arm)
+        pessimism_of(arm)
     return run_and_write(args, arms, knob_search, CHECKPOINT, "arm", summary, args.out)
 
 

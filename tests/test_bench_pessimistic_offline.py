@@ -22,7 +22,7 @@ class Fixed:
 
 
 def test_the_score_is_the_mean_less_k_times_the_spread():
-    from pessimistic_offline import PessimisticRanker
+    from fold_rankers import PessimisticRanker
 
     rankers = [Fixed([-1.0, 1.0, 0.0]), Fixed([1.0, 1.0, -2.0])]  # each already centred
     features = np.zeros((3, 4))
@@ -32,7 +32,7 @@ def test_the_score_is_the_mean_less_k_times_the_spread():
 
 
 def test_a_constant_offset_of_one_ranker_does_not_change_the_order():
-    from pessimistic_offline import combine
+    from fold_rankers import combine
 
     rng = np.random.default_rng(0)
     scores = rng.normal(size=(5, 40))
@@ -44,7 +44,7 @@ def test_a_constant_offset_of_one_ranker_does_not_change_the_order():
 
 
 def test_identical_rankers_give_the_one_rankers_scores_whatever_k():
-    from pessimistic_offline import PessimisticRanker
+    from fold_rankers import PessimisticRanker
 
     one = Fixed([0.25, -1.5, 4.25])  # mean 1: centred, -0.75, -2.5, 3.25 (exact in binary)
     # the same scores stacked: the spread is exactly 0, and the mean of equal floats is exact
@@ -52,14 +52,14 @@ def test_identical_rankers_give_the_one_rankers_scores_whatever_k():
 
 
 def test_an_empty_ensemble_is_a_clear_error():
-    from pessimistic_offline import PessimisticRanker
+    from fold_rankers import PessimisticRanker
 
     with pytest.raises(ValueError, match="at least one ranker"):
         PessimisticRanker([])
 
 
 def test_bootstrap_draws_are_seeded_and_do_not_depend_on_the_callers_order():
-    from pessimistic_offline import bootstrap_groups
+    from fold_rankers import bootstrap_groups
 
     keys = [f"task{i}" for i in range(30)]
     first = bootstrap_groups(keys, 3)
@@ -74,3 +74,40 @@ def test_fewer_than_two_rankers_a_fold_is_refused_before_any_work():
 
     with pytest.raises(SystemExit, match="at least 2"):
         main(["--bootstrap", "1"])
+
+
+def test_anchored_scores_do_not_depend_on_the_batch_after_the_first():
+    from fold_rankers import PessimisticRanker
+
+    class Linear:
+        """Scores ``w · x + offset``: rankers that disagree, each with an offset of its own."""
+
+        def __init__(self, w, offset):
+            self.w, self.offset = np.asarray(w, np.float64), offset
+
+        def predict(self, features):
+            return np.asarray(features, np.float64) @ self.w + self.offset
+
+    rankers = [Linear([1.0, 0.0], 5.0), Linear([0.5, 1.0], -2.0), Linear([1.5, -0.5], 0.0)]
+    x = np.random.default_rng(1).normal(size=(20, 2))
+    anchored = PessimisticRanker(rankers, k=1.0, anchored=True)
+    first = anchored.predict(x[:12])
+    # a candidate scored in another batch gets the score it got in the first; the same
+    # arithmetic on the same row, so equal to the last bit
+    np.testing.assert_array_equal(anchored.predict(x[8:])[:4], first[8:12])
+    # unanchored, each call centres on its own candidates, so the same rows score differently
+    loose = PessimisticRanker(rankers, k=1.0)
+    assert not np.allclose(loose.predict(x[8:])[:4], loose.predict(x[:12])[8:12])
+
+
+def test_a_pessimism_arm_is_parsed_and_checked():
+    from search_knobs import knob_search, pessimism_of
+
+    assert pessimism_of("base") is None
+    assert pessimism_of("pessimism=0.5") == 0.5
+    assert pessimism_of("temperature=1.0+pessimism=1") == 1.0
+    knob_search("pessimism=0.5")  # not a search setting: the settings take it without complaint
+    for arm, message in [("pessimism=-1", ">= 0"), ("pessimism=much", "a number"),
+                         ("pessimism=1+ranker_data=dataset", "drop ranker_data")]:
+        with pytest.raises(SystemExit, match=message):
+            pessimism_of(arm)

@@ -34,7 +34,7 @@ def test_ranker_data_names_an_existing_root_and_is_not_a_search_setting(tmp_path
 
 
 def test_a_fold_ranker_sees_no_task_of_its_network_in_any_root():
-    from search_knobs import fitted_keys
+    from fold_rankers import fitted_keys
 
     rows = {"a": 0, "b": 0, "c": 0, "/x/dagger:a": 0, "/x/dagger:c": 0, "/x/control:b": 0, "/x/control:c": 0}
     folds = {"net1": ["a", "b"], "net2": ["c"]}
