@@ -66,12 +66,14 @@ class JsonlCheckpoint:
         self._index(rec)
 
 
-def check_host(ckpt: JsonlCheckpoint, current: str, allow: bool = False) -> None:
+def check_host(ckpt: JsonlCheckpoint, current: str, allow: bool = False,
+               hint: str = "pass a new --out (and --work-root) for this host, or --allow-host-change") -> None:
     """Refuse to add results of this machine (``current``) to a checkpoint measured on another.
 
     Latencies of two hosts do not belong in one table (their ratios would mix CPUs), and a
     tuning database is only valid on the CPU it was measured on. Records without a ``machine``
-    (older checkpoints) are not checked. ``allow``: go on, and say so.
+    (older checkpoints) are not checked. ``allow``: go on, and say so. ``hint``: what the refusal
+    tells the user to do (the caller's own options).
     """
     other = sorted(ckpt.hosts - {current})
     if not other:
@@ -79,7 +81,7 @@ def check_host(ckpt: JsonlCheckpoint, current: str, allow: bool = False) -> None
     message = (f"{ckpt.path} holds results measured on {other}; this machine is {current!r}. Results of two "
                "hosts do not go in one table")
     if not allow:
-        raise SystemExit(f"{message}: pass a new --out (and --work-root) for this host, or --allow-host-change")
+        raise SystemExit(f"{message}: {hint}")
     print(f"WARNING: {message}; --allow-host-change: the report names every host", flush=True)
 
 

@@ -56,10 +56,10 @@ def summary(rows: list[dict], temperatures) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    arm_arguments(parser, "--temperatures", "1,2,4", "0,1", "parent_temperature")
+    arm_arguments(parser, "--temperatures", "1,2,4", "0,1", "parent_temperature", os.path.basename(CHECKPOINT))
     args = parser.parse_args(argv)
     temperatures = [float(t) for t in args.temperatures.split(",")]
-    return run_and_write(args, temperatures, temperature_search, CHECKPOINT, "temperature", summary,
+    return run_and_write(args, temperatures, temperature_search, "temperature", summary,
                          "parent_temperature.json")
 
 

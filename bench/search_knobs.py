@@ -28,7 +28,7 @@ own), as in ``bench/seed_transfer.py --mode search``.
     PYTHONPATH=python .venv/bin/python bench/search_knobs.py [--arms base,num_trials_per_iter=8]
         [--seeds 0,1,2] [--tasks 12]
 
-Resumes from ``bench/results/search_knobs_runs.jsonl`` (one host per checkpoint); writes
+Resumes from ``bench/results/search_knobs_runs.jsonl`` (``--runs``: one host per checkpoint); writes
 ``bench/results/search_knobs.json`` (``--out``: another name, e.g. for a table paired with another
 first arm).
 """
@@ -156,7 +156,7 @@ def _run_arms(loader, union, library, arms, search_of, seeds, n_tasks, work_root
     from cwm.tuning.tune import tune_tir
 
     runs, host = Runs(checkpoint, field), machine()
-    check_host(runs, host)
+    check_host(runs, host, hint="pass a new --runs (and --out) for this host")
     tasks = [t for t in round_robin(zoo_training_tasks(loader, library), n_tasks) if t["networks"]]
     fold = network_of(tasks)
     log(f"{len(tasks)} tasks: {[(t['name'][:32], fold[t['key']]) for t in tasks]}")
@@ -264,24 +264,28 @@ def open_roots(data):
     return roots, SeedLibrary.from_datasets(roots), DatasetLoader(roots[0]), open_datasets(roots)
 
 
-def arm_arguments(parser, flag: str, arms: str, seeds: str, work_root: str) -> None:
+def arm_arguments(parser, flag: str, arms: str, seeds: str, work_root: str, runs: str) -> None:
     """The options both search benches take: the arms' ``flag`` (default ``arms``, the first
-    the baseline), ``--seeds``, ``--tasks``, ``--data`` and ``--work-root`` (``work_dirs/<work_root>``)."""
+    the baseline), ``--seeds``, ``--tasks``, ``--data``, ``--work-root`` (``work_dirs/<work_root>``)
+    and ``--runs`` (the checkpoint under ``bench/results``, default ``runs``: one host each, so
+    another host kind names its own)."""
     parser.add_argument(flag, default=arms, help="the first is the baseline")
     parser.add_argument("--seeds", default=seeds)
     parser.add_argument("--tasks", type=int, default=12)
     parser.add_argument("--data", action="append", default=None,
                         help="dataset roots (default: data/dataset, data/dataset_breadth_zen4, data/dataset_breadth)")
     parser.add_argument("--work-root", default=str(ROOT / "work_dirs" / work_root))
+    parser.add_argument("--runs", default=runs,
+                        help="the runs' checkpoint under bench/results (one host each: a new name on another host)")
 
 
-def run_and_write(args, arms, search_of, checkpoint: str, field: str, summarize, name: str) -> int:
-    """Runs the arms (:func:`run_arms`), then writes ``bench/results/<name>`` with
+def run_and_write(args, arms, search_of, field: str, summarize, name: str) -> int:
+    """Runs the arms (:func:`run_arms`, checkpointed in ``bench/results/<args.runs>``), then writes ``bench/results/<name>`` with
     ``summarize(rows, arms)``, the machine the rows were measured on (named by the rows, not by
     the host that writes the table), the date and the roots."""
     roots, library, loader, union = open_roots(args.data)
     rows = run_arms(loader, union, library, arms, search_of, [int(s) for s in args.seeds.split(",")],
-                    args.tasks, Path(args.work_root), checkpoint, field=field)
+                    args.tasks, Path(args.work_root), os.path.join(RESULTS, args.runs), field=field)
     payload = {**summarize(rows, arms), "machine": hosts_of(rows) or machine(), "date": today(),
                "roots": [os.path.relpath(r, ROOT) for r in roots], "library_tasks": len(library)}
     log(json.dumps(payload, indent=1))
@@ -291,7 +295,8 @@ def run_and_write(args, arms, search_of, checkpoint: str, field: str, summarize,
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    arm_arguments(parser, "--arms", "base,num_trials_per_iter=8", "0,1,2", "search_knobs")
+    arm_arguments(parser, "--arms", "base,num_trials_per_iter=8", "0,1,2", "search_knobs",
+                  os.path.basename(CHECKPOINT))
     parser.add_argument("--out", default="search_knobs.json",
                         help="the result's name under bench/results (the runs stay in one checkpoint)")
     args = parser.parse_args(argv)
@@ -300,7 +305,7 @@ def main(argv=None) -> int:
         knob_search(arm)  # a typo or an invalid setting fails before any fold is fitted
         ranker_data_of(arm)
         pessimism_of(arm)
-    return run_and_write(args, arms, knob_search, CHECKPOINT, "arm", summary, args.out)
+    return run_and_write(args, arms, knob_search, "arm", summary, args.out)
 
 
 if __name__ == "__main__":

@@ -123,3 +123,16 @@ def test_a_second_process_on_the_same_checkpoint_is_refused(tmp_path):
     with Lock(path, "the first run"):
         with pytest.raises(SystemExit, match="lock held"):
             run_arms(None, None, None, ["base"], None, [0], 1, tmp_path, path)
+
+
+def test_runs_of_another_host_are_refused_with_the_option_that_names_a_new_checkpoint(tmp_path, capsys):
+    from search_knobs import Runs, main, run_arms
+
+    path = str(tmp_path / "runs.jsonl")
+    Runs(path).append({"task": "a", "arm": "base", "seed": 0, "curve": [], "machine": "another host"})
+    with pytest.raises(SystemExit, match="pass a new --runs"):
+        run_arms(None, None, None, ["base"], None, [0], 1, tmp_path, path)
+    with pytest.raises(SystemExit) as refused:
+        main(["--arms", "base", "--runs", "x.jsonl", "--what"])
+    # argparse refuses what it does not know, and names only --what: --runs is an option
+    assert refused.value.code == 2 and "unrecognized arguments: --what" in capsys.readouterr().err
