@@ -549,6 +549,25 @@ def dagger_offline_table(r) -> list[str]:
     return out + [""]
 
 
+def pessimistic_offline_table(r) -> list[str]:
+    """``bench/pessimistic_offline.py``: the single fold ranker and the bootstrap ensembles'
+    ``mean - k * spread`` scores, each ranking every set."""
+    out = [f"**A pessimistic score, offline** (`bench/pessimistic_offline.py`, decision 85; leave one network out "
+           f"over the zoo training tasks of {', '.join(r['networks'])}; per fold {r['bootstrap']} rankers fitted on "
+           f"bootstrap samples of the other networks' tasks, scored as their mean less k × their spread, each "
+           f"ranker's margins centred over the task's candidates; `single`: the one fold ranker the search bench "
+           f"uses; sets: `zoo` (the shipped roots' records, AMD EPYC) and "
+           f"{', '.join(f'`{n}`' for n in r['extra_roots'])}; cells: pairwise / pairs ≥ 10 % apart / top-1 / "
+           f"per-task top-1; {r['machine']}; {r['date']})", ""]
+    sets = list(next(iter(r["results"].values()))["pooled"])
+    out += ["| score | " + " | ".join(sets) + " |", "|---" * (len(sets) + 1) + "|"]
+    for name, entry in r["results"].items():
+        cells = [f"{m['pairwise_acc']:.3f} / {m['pairwise_clear']:.3f} / {m['top1']:.3f} / {m['top1_task_mean']:.3f}"
+                 for m in (entry["pooled"][s] for s in sets)]
+        out.append(f"| {name} | " + " | ".join(cells) + " |")
+    return out + [""]
+
+
 def ranker_bagging_table(r) -> list[str]:
     """``bench/ranker_bagging.py``: trees bagged a round, leave one network out over the training
     tasks (mean over the ranker seeds, and pairwise by seed), then the search replay."""
@@ -704,6 +723,11 @@ TABLES = (("ranking.json", ranking_table), ("probe_centring_design_space.json", 
                                         "3 tasks at 64 trials")),
           ("adapt_sim.json", adapt_sim_table),
           ("seed_transfer.json", seed_transfer_table),
+          ("search_knobs_eps_xeon_m167.json", captioned(search_knobs_table, "MetaSchedule's ε-greedy share of "
+                                                         "a round on three seeds (decision 86: `eps_greedy=0.125`, "
+                                                         "2 of 16 trials at random), beside `temperature=1.000`, a "
+                                                         "replica of the shipped search run interleaved with it, "
+                                                         "on the Xeon kind seen first in the thirty-eighth session")),
           ("search_knobs_eps_check.json", captioned(search_knobs_table, "MetaSchedule's ε-greedy share of a "
                                                      "round (decision 84: `eps_greedy=0.125`, 2 of 16 trials at "
                                                      "random; the shipped 0.05 picks none), beside "
@@ -728,6 +752,7 @@ TABLES = (("ranking.json", ranking_table), ("probe_centring_design_space.json", 
                                            "drift")),
           ("parent_temperature.json", parent_temperature_table),
           ("dagger_offline.json", dagger_offline_table),
+          ("pessimistic_offline.json", pessimistic_offline_table),
           ("probe_ranker_bagging.json", ranker_bagging_table),
           ("search_v4.json", search_table),  # model v4's cwm runs; the baselines' runs are those of search.json
           ("search.json", search_table),

@@ -111,3 +111,19 @@ def test_a_pessimism_arm_is_parsed_and_checked():
                          ("pessimism=1+ranker_data=dataset", "drop ranker_data")]:
         with pytest.raises(SystemExit, match=message):
             pessimism_of(arm)
+
+
+def test_the_report_shows_each_score_on_each_set():
+    from report import pessimistic_offline_table
+
+    def metrics(pairwise):
+        return {"pairwise_acc": pairwise, "pairwise_clear": 0.8, "top1": 0.5, "top1_task_mean": 0.6}
+
+    sets = {"zoo": metrics(0.78), "dataset_dagger": metrics(0.61)}
+    table = pessimistic_offline_table({
+        "networks": ["a", "b"], "bootstrap": 5, "k": [0.0, 1.0], "extra_roots": {"dataset_dagger": "data/x"},
+        "machine": "a host", "date": "2026-12-06",
+        "results": {s: {"pooled": sets, "tasks": {"zoo": 3, "dataset_dagger": 2}} for s in ("single", "k=0", "k=1")}})
+    rows = [line for line in table if line.startswith("| ")]
+    assert rows[0] == "| score | zoo | dataset_dagger |" and len(rows) == 4  # the header, then three scores
+    assert rows[-1] == "| k=1 | 0.780 / 0.800 / 0.500 / 0.600 | 0.610 / 0.800 / 0.500 / 0.600 |"
