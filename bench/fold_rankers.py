@@ -18,6 +18,7 @@ from pathlib import Path
 
 from common import log
 
+
 def training_rows(model, union, extra_roots: str | list[str] | None = None) -> tuple[dict, dict]:
     """``(rows, folds)``: ``task -> (ranker rows, latencies)`` of every training task of ``union``
     and, with ``extra_roots`` (one root or several), of each such root's tasks as groups of their

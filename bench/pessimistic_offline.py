@@ -27,6 +27,7 @@ Writes ``bench/results/pessimistic_offline.json``; the bootstrap rankers are cac
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -86,9 +87,8 @@ def main(argv=None) -> int:
                                  f"top-1 {m['top1']:.3f}" for n, m in r["pooled"].items()))
 
     payload = {"networks": networks, "bootstrap": args.bootstrap, "k": ks,
-               "extra_roots": {name_of(e): str(Path(e).resolve().relative_to(ROOT)) if Path(e).resolve()
-                               .is_relative_to(ROOT) else e for e in extras},
-               "roots": [str(Path(r).resolve().relative_to(ROOT)) for r in roots], "results": results,
+               "extra_roots": {name_of(e): os.path.relpath(e, ROOT) for e in extras},
+               "roots": [os.path.relpath(r, ROOT) for r in roots], "results": results,
                "machine": machine(), "date": today()}
     write_result("pessimistic_offline.json", payload)
     return 0
