@@ -771,6 +771,7 @@ TABLES = (("ranking.json", ranking_table), ("probe_centring_design_space.json", 
           ("e2e_breakdown_bert_base.json", breakdown_table),
           ("scoring.json", scoring_table),
           ("scoring_xeon.json", scoring_table),  # the same model and benchmark on the Intel Xeon host kind
+          ("scoring_xeon_m167.json", scoring_table),  # and on the Xeon kind seen first in the 38th session
           ("fast_tuning.json", fast_tuning_table),
           ("trace_features.json", trace_features_table))
 
