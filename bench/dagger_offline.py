@@ -78,35 +78,51 @@ def name_of(root: str) -> str:
     return Path(root).name
 
 
-def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def root_arguments(parser) -> None:
+    """The options the offline fold benches share: ``--extra``, ``--data`` and ``--work-root``."""
     parser.add_argument("--extra", action="append", default=None,
                         help="an extra root (repeatable; default: data/dataset_dagger_xeon, data/dataset_control_xeon)")
     parser.add_argument("--data", action="append", default=None, help="dataset roots (default: the shipped ones)")
     parser.add_argument("--work-root", default=str(ROOT / "work_dirs" / "search_knobs"))
-    args = parser.parse_args(argv)
-    extras = args.extra or [str(ROOT / "data" / "dataset_dagger_xeon"), str(ROOT / "data" / "dataset_control_xeon")]
+
+
+def open_folds(args):
+    """What the offline fold benches read, from :func:`root_arguments`' options: ``extras`` (the
+    extra roots), ``roots`` and ``union`` (the shipped ones), ``loaders`` (one an extra root),
+    ``networks`` (those the extra roots leave out), the shipped ``model``, and its ranker
+    ``rows`` and network ``folds`` (:func:`fold_rankers.training_rows`)."""
+    from types import SimpleNamespace
 
     from cwm.dataset.loader import DatasetLoader
     from cwm.model import default_model_dir
     from cwm.model.world_model import WorldModel
 
+    extras = args.extra or [str(ROOT / "data" / "dataset_dagger_xeon"), str(ROOT / "data" / "dataset_control_xeon")]
     roots, _, _, union = open_roots(args.data)
     loaders = {e: DatasetLoader(e) for e in extras}
     networks = sorted({x.store.get_task(k)["dagger_network_out"] for x in loaders.values()
                        for k in x.task_keys("train")})
     model = WorldModel.load(default_model_dir())
     rows, folds = training_rows(model, union, extras)
+    return SimpleNamespace(extras=extras, roots=roots, union=union, loaders=loaders, networks=networks, model=model,
+                           rows=rows, folds=folds)
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    root_arguments(parser)
+    args = parser.parse_args(argv)
+    o = open_folds(args)
     out = {}
-    for data in [None, *extras]:
+    for data in [None, *o.extras]:
         name = "shipped_roots" if data is None else f"with_{name_of(data)}"
-        priors = fold_priors(model, union, set(networks), Path(args.work_root), data, (rows, folds))
-        sets = {"zoo": [], **{name_of(e): [] for e in extras}}
+        priors = fold_priors(o.model, o.union, set(o.networks), Path(args.work_root), data, (o.rows, o.folds))
+        sets = {"zoo": [], **{name_of(e): [] for e in o.extras}}
         by_fold = {}
-        for network in networks:
-            keys = folds.get(network, ())
-            mine = {"zoo": ranked(priors[network], rows, keys),
-                    **{name_of(e): ranked(priors[network], rows, [f"{e}:{k}" for k in keys]) for e in extras}}
+        for network in o.networks:
+            keys = o.folds.get(network, ())
+            mine = {"zoo": ranked(priors[network], o.rows, keys),
+                    **{name_of(e): ranked(priors[network], o.rows, [f"{e}:{k}" for k in keys]) for e in o.extras}}
             for s, v in mine.items():
                 sets[s] += v
             by_fold[network] = {**{s: metrics(v) for s, v in mine.items()}, "tasks": {s: len(v) for s, v in mine.items()}}
@@ -117,10 +133,10 @@ def main(argv=None) -> int:
     def shown(path) -> str:
         return str(Path(path).relative_to(ROOT)) if Path(path).resolve().is_relative_to(ROOT) else str(path)
 
-    payload = {"networks": networks, "clear_ratio": CLEAR_RATIO,
+    payload = {"networks": o.networks, "clear_ratio": CLEAR_RATIO,
                "extra_roots": {name_of(e): {"root": shown(e), **{k: x.store.manifest().get(k) for k in (
-                   "cpu_model", "collect_config", "records", "finished_tasks")}} for e, x in loaders.items()},
-               "roots": [shown(r) for r in roots], "results": out, "machine": machine(), "date": today()}
+                   "cpu_model", "collect_config", "records", "finished_tasks")}} for e, x in o.loaders.items()},
+               "roots": [shown(r) for r in o.roots], "results": out, "machine": machine(), "date": today()}
     write_result("dagger_offline.json", payload)
     return 0
 

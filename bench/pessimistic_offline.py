@@ -35,47 +35,32 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
 from common import log, machine, today, write_result  # noqa: E402
-from dagger_offline import metrics, name_of  # noqa: E402
-from fold_rankers import PessimisticRanker, bootstrap_rankers, combine, fold_priors, training_rows  # noqa: E402
-from search_knobs import open_roots  # noqa: E402
+from dagger_offline import metrics, name_of, open_folds, root_arguments  # noqa: E402
+from fold_rankers import PessimisticRanker, bootstrap_rankers, combine, fold_priors  # noqa: E402
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--bootstrap", type=int, default=5, help="rankers a fold")
     parser.add_argument("--k", default="0,0.5,1,2", help="pessimism weights, comma-separated")
-    parser.add_argument("--extra", action="append", default=None,
-                        help="an extra root (repeatable; default: data/dataset_dagger_xeon, data/dataset_control_xeon)")
-    parser.add_argument("--data", action="append", default=None, help="dataset roots (default: the shipped ones)")
-    parser.add_argument("--work-root", default=str(ROOT / "work_dirs" / "search_knobs"))
+    root_arguments(parser)
     args = parser.parse_args(argv)
     ks = [float(k) for k in args.k.split(",")]
     if args.bootstrap < 2:
         raise SystemExit("--bootstrap must be at least 2: the spread needs two rankers")
-    extras = args.extra or [str(ROOT / "data" / "dataset_dagger_xeon"), str(ROOT / "data" / "dataset_control_xeon")]
-
-    from cwm.dataset.loader import DatasetLoader
-    from cwm.model import default_model_dir
-    from cwm.model.world_model import WorldModel
-
-    roots, _, _, union = open_roots(args.data)
-    loaders = {e: DatasetLoader(e) for e in extras}
-    networks = sorted({x.store.get_task(k)["dagger_network_out"] for x in loaders.values()
-                       for k in x.task_keys("train")})
-    model = WorldModel.load(default_model_dir())
-    rows, folds = training_rows(model, union, extras)
-    single = fold_priors(model, union, set(networks), Path(args.work_root), None, (rows, folds))
-    ensembles = bootstrap_rankers(model, (rows, folds), networks, args.bootstrap, Path(args.work_root))
+    o = open_folds(args)
+    single = fold_priors(o.model, o.union, set(o.networks), Path(args.work_root), None, (o.rows, o.folds))
+    ensembles = bootstrap_rankers(o.model, (o.rows, o.folds), o.networks, args.bootstrap, Path(args.work_root))
 
     scorers = ["single", *[f"k={k:g}" for k in ks]]
-    sets = {s: {"zoo": [], **{name_of(e): [] for e in extras}} for s in scorers}
-    for network in networks:
-        keys = folds.get(network, ())
-        for set_name, prefix in [("zoo", ""), *[(name_of(e), f"{e}:") for e in extras]]:
+    sets = {s: {"zoo": [], **{name_of(e): [] for e in o.extras}} for s in scorers}
+    for network in o.networks:
+        keys = o.folds.get(network, ())
+        for set_name, prefix in [("zoo", ""), *[(name_of(e), f"{e}:") for e in o.extras]]:
             for key in (prefix + k for k in keys):
-                if key not in rows:
+                if key not in o.rows:
                     continue
-                features, lat = rows[key]
+                features, lat = o.rows[key]
                 sets["single"][set_name].append((lat, single[network].predict(features), 1.0))
                 scores = PessimisticRanker(ensembles[network]).scores(features)
                 for k in ks:
@@ -86,9 +71,9 @@ def main(argv=None) -> int:
         log(f"{s}: " + "; ".join(f"{n} pairwise {m['pairwise_acc']:.3f} clear {m['pairwise_clear']:.3f} "
                                  f"top-1 {m['top1']:.3f}" for n, m in r["pooled"].items()))
 
-    payload = {"networks": networks, "bootstrap": args.bootstrap, "k": ks,
-               "extra_roots": {name_of(e): os.path.relpath(e, ROOT) for e in extras},
-               "roots": [os.path.relpath(r, ROOT) for r in roots], "results": results,
+    payload = {"networks": o.networks, "bootstrap": args.bootstrap, "k": ks,
+               "extra_roots": {name_of(e): os.path.relpath(e, ROOT) for e in o.extras},
+               "roots": [os.path.relpath(r, ROOT) for r in o.roots], "results": results,
                "machine": machine(), "date": today()}
     write_result("pessimistic_offline.json", payload)
     return 0
