@@ -723,6 +723,12 @@ TABLES = (("ranking.json", ranking_table), ("probe_centring_design_space.json", 
                                         "3 tasks at 64 trials")),
           ("adapt_sim.json", adapt_sim_table),
           ("seed_transfer.json", seed_transfer_table),
+          ("search_knobs_pessimism_xeon_m167.json", captioned(search_knobs_table, "The pessimistic score in "
+                                                               "search (decision 87, a declared check: "
+                                                               "`pessimism=1`, five bootstrap rankers a fold "
+                                                               "scored mean less their spread), beside "
+                                                               "`temperature=1.0000`, a replica of the shipped "
+                                                               "search run interleaved with it")),
           ("search_knobs_eps_xeon_m167.json", captioned(search_knobs_table, "MetaSchedule's ε-greedy share of "
                                                          "a round on three seeds (decision 86: `eps_greedy=0.125`, "
                                                          "2 of 16 trials at random), beside `temperature=1.000`, a "
