@@ -56,13 +56,22 @@ def fitted_keys(rows: dict, folds: dict, network: str, extra_root: str | None) -
                   and (":" not in k or k.rpartition(":")[0] == extra_root))
 
 
+def fit_on(cfg, rows: dict, keys: list[str]):
+    """A :class:`cwm.model.ranker.Ranker` of config ``cfg`` fitted on ``rows``' groups ``keys``,
+    each listed key its own ranking group (a key listed twice: two groups)."""
+    import numpy as np
+
+    from cwm.model.ranker import Ranker
+
+    return Ranker(cfg).fit(np.concatenate([rows[k][0] for k in keys]), np.concatenate([rows[k][1] for k in keys]),
+                           np.concatenate([np.full(len(rows[k][1]), i) for i, k in enumerate(keys)]))
+
+
 def fold_priors(model, union, networks: set[str], work_root: Path, extra_root: str | None = None,
                 rows_and_folds: tuple[dict, dict] | None = None) -> dict:
     """``network -> Ranker`` fitted without any task of that network (module docstring); with
     ``extra_root``, also on that root's tasks (:func:`training_rows`), those of the left-out
     network left out too. ``rows_and_folds``: :func:`training_rows`'s, when already computed."""
-    import numpy as np
-
     from cwm.model.ranker import Ranker
 
     tag = f"+{Path(extra_root).name}" if extra_root else ""
@@ -73,9 +82,7 @@ def fold_priors(model, union, networks: set[str], work_root: Path, extra_root: s
         for network in missing:
             keep = fitted_keys(rows, folds, network, extra_root)
             start = time.perf_counter()
-            ranker = Ranker(model.ranker.cfg).fit(
-                np.concatenate([rows[k][0] for k in keep]), np.concatenate([rows[k][1] for k in keep]),
-                np.concatenate([np.full(len(rows[k][1]), i) for i, k in enumerate(keep)]))
+            ranker = fit_on(model.ranker.cfg, rows, keep)
             work_root.mkdir(parents=True, exist_ok=True)
             ranker.save(str(paths[network]))
             log(f"ranker without {network}{tag}: {len(keep)} tasks, {time.perf_counter() - start:.0f} s")
@@ -139,8 +146,6 @@ def bootstrap_rankers(model, rows_and_folds, networks, draws: int, work_root: Pa
     called only when some ranker is not cached yet."""
     import dataclasses
 
-    import numpy as np
-
     from cwm.model.ranker import Ranker
 
     out = {}
@@ -155,9 +160,7 @@ def bootstrap_rankers(model, rows_and_folds, networks, draws: int, work_root: Pa
                 keep = fitted_keys(rows, folds, network, None)
                 picked = bootstrap_groups(keep, draw)
                 start = time.perf_counter()
-                ranker = Ranker(dataclasses.replace(model.ranker.cfg, seed=draw)).fit(
-                    np.concatenate([rows[k][0] for k in picked]), np.concatenate([rows[k][1] for k in picked]),
-                    np.concatenate([np.full(len(rows[k][1]), i) for i, k in enumerate(picked)]))
+                ranker = fit_on(dataclasses.replace(model.ranker.cfg, seed=draw), rows, picked)
                 path.parent.mkdir(parents=True, exist_ok=True)
                 ranker.save(str(path))
                 log(f"ranker without {network}, draw {draw}: {len(set(picked))} of {len(keep)} tasks, "

@@ -97,18 +97,22 @@ def parse_arm(arm: str) -> tuple[dict, float]:
     return overrides, temperature
 
 
+def arm_pairs(arm: str) -> dict[str, str]:
+    """An arm's ``key=value`` pairs (``+``-joined), as written (:func:`parse_arm` checks them)."""
+    return dict(pair.partition("=")[::2] for pair in arm.split("+"))
+
+
 def ranker_data_of(arm: str) -> str | None:
     """The dataset root of an arm's ``ranker_data=<root>`` (a folder, or a name under ``data/``)
     whose tasks the fold rankers are fitted on too, as ranking groups of their own (decision 83);
     None: the shipped roots only. A root that does not exist is a clear error."""
-    for pair in arm.split("+"):
-        key, _, value = pair.partition("=")
-        if key == "ranker_data":
-            path = Path(value) if Path(value).is_dir() else ROOT / "data" / value
-            if not (path / "manifest.json").exists():
-                raise SystemExit(f"arm {arm!r}: no dataset root at {value!r} (nor {path})")
-            return str(path)
-    return None
+    value = arm_pairs(arm).get("ranker_data")
+    if value is None:
+        return None
+    path = Path(value) if Path(value).is_dir() else ROOT / "data" / value
+    if not (path / "manifest.json").exists():
+        raise SystemExit(f"arm {arm!r}: no dataset root at {value!r} (nor {path})")
+    return str(path)
 
 
 def pessimism_of(arm: str) -> float | None:
@@ -117,7 +121,7 @@ def pessimism_of(arm: str) -> float | None:
     :class:`fold_rankers.PessimisticRanker`, anchored on the task's first batch); None: the
     single fold ranker. A negative or non-numeric ``k``, or one with ``ranker_data``, is a clear
     error."""
-    pairs = dict(pair.partition("=")[::2] for pair in arm.split("+"))
+    pairs = arm_pairs(arm)
     if "pessimism" not in pairs:
         return None
     try:
