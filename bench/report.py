@@ -568,6 +568,31 @@ def pessimistic_offline_table(r) -> list[str]:
     return out + [""]
 
 
+def label_noise_table(r) -> list[str]:
+    """``bench/label_noise.py``: one measurement of the candidates ranking another, the dataset's
+    labels ranking this host's, and the shipped model on all three."""
+    sp = r["spread"]
+    out = [f"**How well one measurement ranks another** (`bench/label_noise.py`; {sp['tasks']} {r['split']} tasks of "
+           f"`{r['data']}`, a seeded {r['candidates_per_task']} of each task's candidates, {sp['candidates']} in all, "
+           f"each measured twice on this host as the labels were (repeat {r['protocol']['repeat']}, "
+           f"min_repeat_ms {r['protocol']['min_repeat_ms']}), pass B after all of pass A; `ceiling`: A's latencies "
+           f"as scores judged on B and B's on A, averaged; the labels were measured on {r['labels_measured_on']}; "
+           f"median |log B/A| {sp['median_abs_log_b_over_a']:.4f}, 90th percentile {sp['p90_abs_log_b_over_a']:.4f}, "
+           f"median log B/A {sp['median_log_b_over_a']:+.4f} (the host drifts between passes); "
+           f"{r['machine']}; {r['date']})", "",
+           "| scores | judged on | top-1 | per-task top-1 | top-5 | pairwise |", "|---|---|---|---|---|---|"]
+    names = {"ceiling": ("pass A / pass B", "the other pass"), "ceiling_a_on_b": ("pass A", "pass B"),
+             "ceiling_b_on_a": ("pass B", "pass A"), "dataset_label_on_a": ("the dataset's labels", "pass A"),
+             "dataset_label_on_b": ("the dataset's labels", "pass B"),
+             "cwm_on_dataset_label": ("CWM (shipped)", "the dataset's labels"), "cwm_on_a": ("CWM (shipped)", "pass A"),
+             "cwm_on_b": ("CWM (shipped)", "pass B")}
+    for key, m in r["rows"].items():
+        who, on = names.get(key, (key, ""))
+        out.append(f"| {who} | {on} | {m['top1']:.3f} | {m['top1_task_mean']:.3f} | {m['top5']:.3f} | "
+                   f"{m['pairwise_acc']:.3f} |")
+    return out + [""]
+
+
 def ranker_bagging_table(r) -> list[str]:
     """``bench/ranker_bagging.py``: trees bagged a round, leave one network out over the training
     tasks (mean over the ranker seeds, and pairwise by seed), then the search replay."""
@@ -759,6 +784,7 @@ TABLES = (("ranking.json", ranking_table), ("probe_centring_design_space.json", 
           ("parent_temperature.json", parent_temperature_table),
           ("dagger_offline.json", dagger_offline_table),
           ("pessimistic_offline.json", pessimistic_offline_table),
+          ("label_noise_xeon_m167.json", label_noise_table),
           ("probe_ranker_bagging.json", ranker_bagging_table),
           ("search_v4.json", search_table),  # model v4's cwm runs; the baselines' runs are those of search.json
           ("search.json", search_table),
