@@ -578,8 +578,9 @@ def label_noise_table(r) -> list[str]:
            f"min_repeat_ms {r['protocol']['min_repeat_ms']}), pass B after all of pass A; `ceiling`: A's latencies "
            f"as scores judged on B and B's on A, averaged; the labels were measured on {r['labels_measured_on']}; "
            f"median |log B/A| {sp['median_abs_log_b_over_a']:.4f}, 90th percentile {sp['p90_abs_log_b_over_a']:.4f}, "
-           f"median log B/A {sp['median_log_b_over_a']:+.4f} (the host drifts between passes); "
-           f"{r['machine']}; {r['date']})", "",
+           f"median log B/A {sp['median_log_b_over_a']:+.4f} (the host drifts between passes)"
+           + ("; the shipped model was fitted on these tasks, so its rows are in sample" if r["split"] == "train" else "")
+           + f"; {r['machine']}; {r['date']})", "",
            "| scores | judged on | top-1 | per-task top-1 | top-5 | pairwise |", "|---|---|---|---|---|---|"]
     names = {"ceiling": ("pass A / pass B", "the other pass"), "ceiling_a_on_b": ("pass A", "pass B"),
              "ceiling_b_on_a": ("pass B", "pass A"), "dataset_label_on_a": ("the dataset's labels", "pass A"),
@@ -590,6 +591,34 @@ def label_noise_table(r) -> list[str]:
         who, on = names.get(key, (key, ""))
         out.append(f"| {who} | {on} | {m['top1']:.3f} | {m['top1_task_mean']:.3f} | {m['top5']:.3f} | "
                    f"{m['pairwise_acc']:.3f} |")
+    return out + [""]
+
+
+def within_task_table(r) -> list[str]:
+    """``bench/within_task.py``: the out-of-network prior against rankers fitted inside each task."""
+    out = [f"**A ranker fitted inside each task, against the prior that never saw its network** "
+           f"(`bench/within_task.py`; {r['tasks']} zoo training tasks, each task's valid candidates split in two "
+           f"seeded halves, each half ranked by what was fitted on the other; `rows`: the shipped ranker's input "
+           f"`[ẑ_T − z_0, S]`; `store`: the pooled per-store features of the real final program (a replay, the "
+           f"probe's snapshot); ranker: the shipped ranker's config on one task; regression: XGBoost on "
+           f"−log latency, 100 rounds, defaults; `n` fitted: a seeded n of the other half; means over "
+           f"{next(iter(r['pooled'].values()))['halves']} halves; {r['machine']}; {r['date']})", "",
+           "| ranked by | input | fitted on | pairwise | per-task top-1 |", "|---|---|---|---|---|"]
+    order = ["out_of_network", "within_task_8", "within_task_16", "within_task_32", "within_task",
+             "within_task_regression", "within_task_store", "within_task_regression_store", "within_task_rows_store",
+             "within_task_regression_rows_store"]
+    inputs = {"store": "`store`", "rows_store": "`rows` + `store`"}
+    for name in [n for n in order if n in r["pooled"]] + sorted(set(r["pooled"]) - set(order)):
+        m = r["pooled"][name]
+        if name == "out_of_network":
+            who, fitted, inp = "the prior (shipped config)", "every training task but the network's", "`rows`"
+        else:
+            rest = name.removeprefix("within_task").removeprefix("_")
+            who = "regression" if rest.startswith("regression") else "ranker (shipped config)"
+            rest = rest.removeprefix("regression").removeprefix("_")
+            fitted = f"{rest} of the other half" if rest.isdigit() else "the other half"
+            inp = inputs.get(rest, "`rows`")
+        out.append(f"| {who} | {inp} | {fitted} | {m['pairwise']:.3f} | {m['top1']:.3f} |")
     return out + [""]
 
 
@@ -748,6 +777,10 @@ TABLES = (("ranking.json", ranking_table), ("probe_centring_design_space.json", 
                                         "3 tasks at 64 trials")),
           ("adapt_sim.json", adapt_sim_table),
           ("seed_transfer.json", seed_transfer_table),
+          ("search_knobs_temperature_xeon_m167.json", captioned(search_knobs_table, "Decision 75's parent "
+                                                                 "temperature 2 again (decision 89), beside "
+                                                                 "`temperature=1.00000`, a replica of the shipped "
+                                                                 "search run interleaved with it")),
           ("search_knobs_pessimism_xeon_m167.json", captioned(search_knobs_table, "The pessimistic score in "
                                                                "search (decision 87, a declared check: "
                                                                "`pessimism=1`, five bootstrap rankers a fold "
@@ -785,6 +818,8 @@ TABLES = (("ranking.json", ranking_table), ("probe_centring_design_space.json", 
           ("dagger_offline.json", dagger_offline_table),
           ("pessimistic_offline.json", pessimistic_offline_table),
           ("label_noise_xeon_m167.json", label_noise_table),
+          ("label_noise_train_xeon_m167.json", label_noise_table),
+          ("within_task_store.json", within_task_table),
           ("probe_ranker_bagging.json", ranker_bagging_table),
           ("search_v4.json", search_table),  # model v4's cwm runs; the baselines' runs are those of search.json
           ("search.json", search_table),

@@ -105,3 +105,17 @@ def test_the_passes_resume_where_the_checkpoint_stops(tmp_path, monkeypatch):
     assert calls == [["trace1"], ["trace0", "trace1"], ["trace1"]]  # t2 A, then t1 B and t2 B
     assert sorted(ckpt.done) == [("t1", "A"), ("t1", "B"), ("t2", "A"), ("t2", "B")]
     assert np.all([r["machine"] == "host" for k, r in ckpt.done.items() if k != ("t1", "A")])
+
+
+def test_the_readme_table_names_the_rows_and_says_when_the_model_is_in_sample():
+    import report
+    from label_noise import noise_table
+
+    lat = [1.0, 2.0, 3.0]
+    table = noise_table([_task(lat, lat, lat, [3.0, 2.0, 1.0])])
+    payload = {"split": "train", "data": "data/dataset", "candidates_per_task": 3, "protocol": {"repeat": 3,
+               "min_repeat_ms": 10}, "labels_measured_on": "AMD EPYC", "machine": "m", "date": "d", **table}
+    lines = report.label_noise_table(payload)
+    assert "in sample" in lines[0] and "| pass A / pass B | the other pass | 1.000 | 1.000 | 1.000 | 1.000 |" in lines
+    assert "in sample" not in report.label_noise_table(payload | {"split": "test"})[0]
+    assert ("label_noise_xeon_m167.json", report.label_noise_table) in report.TABLES
