@@ -56,11 +56,11 @@ class NoiseCheckpoint(JsonlCheckpoint):
         self.done[(rec["task"], rec["pass"])] = rec
 
 
-def subset(n_valid_indices: list[int], k: int, key: str, seed: int) -> list[int]:
+def subset(valid_indices: list[int], k: int, key: str, seed: int) -> list[int]:
     """A seeded choice of ``k`` of the valid candidates' indices (all of them if fewer), sorted."""
     import numpy as np
 
-    idx = list(n_valid_indices)
+    idx = list(valid_indices)
     if len(idx) <= k:
         return sorted(idx)
     rng = np.random.default_rng([seed, zlib.crc32(key.encode())])

@@ -14,13 +14,15 @@ centring):
   (:func:`fold_rankers.fold_priors`, the search benches' priors, cached);
 * ``within_task``: the shipped ranker's config fitted on the other half of this task alone;
 * ``within_task_regression``: XGBoost regression of ``-log latency`` on the other half (what
-  MetaSchedule's ``XGBModel`` does with a task's measurements), 100 rounds, XGBoost's defaults.
+  MetaSchedule's ``XGBModel`` does with a task's measurements), 100 rounds, XGBoost's defaults;
+* with ``--store``, both again on the pooled per-store features of each candidate's real final
+  program (``_store``; a replay, the probe's snapshot) and on them beside the rows (``_rows_store``).
 
 Reported over the tasks of each network fold and pooled: pairwise accuracy and per-task top-1
-within the ranked halves, and, where the half it was fitted on holds ``n`` candidates, the
-learning curve of ``within_task`` at ``n`` = 8, 16, 32 (the first of a seeded order).
+within the ranked halves, and the learning curve of ``within_task`` fitted on a seeded ``n`` = 8,
+16, 32 of the other half (where it holds more).
 
-    PYTHONPATH=python .venv/bin/python bench/within_task.py [--out within_task.json]
+    PYTHONPATH=python .venv/bin/python bench/within_task.py --store --out within_task_store.json
 """
 from __future__ import annotations
 
