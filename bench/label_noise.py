@@ -67,14 +67,16 @@ def subset(valid_indices: list[int], k: int, key: str, seed: int) -> list[int]:
     return sorted(int(i) for i in rng.choice(idx, k, replace=False))
 
 
-def mean_seconds(run_secs) -> float:
-    """The label a record gives: the mean of its run seconds, inf when it failed."""
+def label_seconds(run_secs) -> float:
+    """The label a measurement gives, as the dataset's (``Trajectory.latency``): the median of
+    its run seconds; inf when it failed."""
     import math
+    import statistics
 
     if not run_secs:
         return math.inf
     xs = [float(x) for x in run_secs]
-    return sum(xs) / len(xs) if all(math.isfinite(x) and x > 0 for x in xs) else math.inf
+    return statistics.median(xs) if all(math.isfinite(x) and x > 0 for x in xs) else math.inf
 
 
 def open_measurer(repeat: int = 3, min_repeat_ms: int = 10):
@@ -224,8 +226,8 @@ def main(argv=None) -> None:
             picked = [trajs[i] for i in idx]
             tasks.append({"key": key, "weight": float(sum(meta.get("networks", {}).values()) or 1.0),
                           "label": [t.latency for t in picked],
-                          "a": [mean_seconds(s) for s in ckpt.done[(key, "A")]["run_secs"]],
-                          "b": [mean_seconds(s) for s in ckpt.done[(key, "B")]["run_secs"]],
+                          "a": [label_seconds(s) for s in ckpt.done[(key, "A")]["run_secs"]],
+                          "b": [label_seconds(s) for s in ckpt.done[(key, "B")]["run_secs"]],
                           "cwm": model.score(loader.workload(key), [t.trace for t in picked], target)})
         table = noise_table(tasks)
     payload = {"benchmark": "label_noise", "date": today(), "machine": host, "data": a.data, "split": a.split,

@@ -12,13 +12,14 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 
-def test_a_label_is_the_mean_of_its_run_seconds_and_a_failure_is_infinite():
-    from label_noise import mean_seconds
+def test_a_label_is_the_median_of_its_run_seconds_as_the_datasets_and_a_failure_is_infinite():
+    from label_noise import label_seconds
 
-    assert mean_seconds([1.0, 2.0, 3.0]) == 2.0
-    assert mean_seconds(None) == math.inf
-    assert mean_seconds([]) == math.inf
-    assert mean_seconds([1.0, 0.0]) == math.inf
+    assert label_seconds([1.0, 2.0, 3.0]) == 2.0
+    assert label_seconds([1.0, 1.0, 4.0]) == 1.0  # the median, as Trajectory.latency, not the mean
+    assert label_seconds(None) == math.inf
+    assert label_seconds([]) == math.inf
+    assert label_seconds([1.0, 0.0]) == math.inf
 
 
 def test_the_subset_is_seeded_by_task_and_keeps_small_tasks_whole():
