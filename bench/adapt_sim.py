@@ -8,7 +8,7 @@ measured). For each network left out (the probe's ``--group-by network`` folds),
 model's ranker config fitted on the other networks' tasks and the breadth tasks; then, for each
 of the left-out network's tasks, ``--per-round`` unmeasured candidates with the highest margin
 ``prior + w(n) * residual`` are "measured" (their latency revealed), the residual is refitted
-with :func:`~cwm.cost_model.cwm_model.fit_residual`, and so on. Reported per variant: the mean
+with :func:`~cwm.cost_model.task_adaptation.fit_task_model`, and so on. Reported per variant: the mean
 over tasks of ``pool best / best found`` after each round (1.0 = the pool's best was found).
 
 It is a pool, not MetaSchedule's evolutionary search: the candidates are those the dataset
@@ -43,8 +43,11 @@ VARIANTS = {
 
 
 def replay(lat: np.ndarray, x: np.ndarray, prior: np.ndarray, cfg, per_round: int, rounds: int) -> list[float]:
-    """``pool best / best found`` after each round for one task."""
-    from cwm.cost_model.cwm_model import fit_residual
+    """``pool best / best found`` after each round for one task; ``cfg``: the
+    :class:`~cwm.cost_model.task_adaptation.AdaptConfig` whose task model is refitted after each
+    round (:func:`~cwm.cost_model.task_adaptation.fit_task_model`, the cost model's own), or None:
+    the prior alone."""
+    from cwm.cost_model.task_adaptation import fit_task_model
 
     lat = np.where(np.isfinite(lat) & (lat > 0), lat, np.inf)
     best = lat[np.isfinite(lat)].min()
@@ -57,10 +60,9 @@ def replay(lat: np.ndarray, x: np.ndarray, prior: np.ndarray, cfg, per_round: in
         out.append(float(best / found) if np.isfinite(found) else 0.0)
         if cfg is not None:
             idx = np.asarray(measured)
-            delta = fit_residual(x[idx], prior[idx], lat[idx], cfg)
-            if delta is not None:
-                n_valid = int(np.isfinite(lat[idx]).sum())
-                margin = prior + cfg.weight(n_valid) * np.asarray(delta.inplace_predict(x, predict_type="margin"))
+            task_model = fit_task_model(x[idx], prior[idx], lat[idx], cfg)
+            if task_model is not None:
+                margin = task_model.margin(x, prior)
     return out
 
 

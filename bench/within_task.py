@@ -133,6 +133,23 @@ def _store_features(union, key: str):
     return _per_store(union, key, union.workload(key), trajs, target)[0]
 
 
+def zoo_tasks_and_priors(model, work_root: Path):
+    """``(roots, union, rows, folds, priors, zoo)`` of the shipped roots: ``rows`` every training task's
+    ranker rows and latencies (:func:`fold_rankers.training_rows`), ``folds`` each zoo network's
+    training tasks, ``priors`` each network's fold ranker (fitted without it, cached under
+    ``work_root``), ``zoo`` each zoo training task's network (a task of two networks: its last)."""
+    from fold_rankers import fold_priors, training_rows
+    from search_knobs import open_roots
+
+    roots, _, zoo_loader, union = open_roots(None)
+    rows, all_folds = training_rows(model, union)
+    zoo_keys = set(zoo_loader.task_keys("train")) & set(rows)
+    # the zoo's networks (the generated workloads' "networks" are their corpus families)
+    folds = {net: sorted(set(keys) & zoo_keys) for net, keys in all_folds.items() if set(keys) & zoo_keys}
+    priors = fold_priors(model, union, set(folds), work_root, rows_and_folds=(rows, all_folds))
+    return roots, union, rows, folds, priors, {k: net for net, keys in folds.items() for k in keys}
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seed", type=int, default=0)
@@ -148,18 +165,10 @@ def main(argv=None) -> None:
 
     from cwm.model import default_model_dir
     from cwm.model.world_model import WorldModel
-    from fold_rankers import fold_priors, training_rows
-    from search_knobs import open_roots
 
     start = time.perf_counter()
     model = WorldModel.load(default_model_dir())
-    roots, _, zoo_loader, union = open_roots(None)
-    rows, all_folds = training_rows(model, union)
-    zoo_keys = set(zoo_loader.task_keys("train")) & set(rows)
-    # the zoo's networks (the generated workloads' "networks" are their corpus families)
-    folds = {net: sorted(set(keys) & zoo_keys) for net, keys in all_folds.items() if set(keys) & zoo_keys}
-    priors = fold_priors(model, union, set(folds), a.work_root, rows_and_folds=(rows, all_folds))
-    zoo = {k: net for net, keys in folds.items() for k in keys}  # a task of two networks: its last fold's prior
+    roots, union, rows, folds, priors, zoo = zoo_tasks_and_priors(model, a.work_root)
     results = []
     for i, (key, net) in enumerate(sorted(zoo.items())):
         feats, lat = rows[key]

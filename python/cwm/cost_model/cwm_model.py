@@ -40,34 +40,21 @@ import hashlib
 import json
 import math
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 from tvm.ir.utils import derived_object
 from tvm.s_tir.meta_schedule.cost_model import PyCostModel
 
-FORMAT, VERSION = "cwm-cost-model", 1
+from cwm.cost_model.task_adaptation import AdaptConfig, TaskModel, fit_task_model
+
+FORMAT, VERSION = "cwm-cost-model", 2
+#: v1: residual task models only (no ``calibration``, no ``AdaptConfig.kind``)
+READABLE_VERSIONS = (1, 2)
 #: MetaSchedule stores failed builds/runs with this run time (seconds).
 FAILED_SECS = 1e10
 _LOG_SCORE_CLIP = 60.0  # exp(+-60) stays far inside float64 and above 0
-
-
-@dataclass(frozen=True)
-class AdaptConfig:
-    """How :class:`CWMCostModel` adapts to the task being tuned (see the module docstring)."""
-
-    min_measured: int = 8  # valid measurements of a task before its residual is fitted
-    half_weight_at: int = 16  # w(n) = n / (n + half_weight_at)
-    rounds: int = 30  # boosting rounds of the residual
-    max_depth: int = 3
-    learning_rate: float = 0.3
-    temperature: float = 1.0  # score = exp(margin / temperature)
-    seed: int = 0
-
-    def weight(self, n_valid: int) -> float:
-        """``w(n)``, the factor of the residual after ``n_valid`` valid measurements."""
-        return n_valid / (n_valid + self.half_weight_at) if n_valid >= self.min_measured else 0.0
 
 
 def latency_of(result) -> float:
@@ -78,27 +65,6 @@ def latency_of(result) -> float:
     return float(np.median(secs))
 
 
-def fit_residual(features: np.ndarray, prior: np.ndarray, latencies, cfg: AdaptConfig):
-    """The task's residual booster (module docstring), or ``None`` before ``cfg.min_measured``
-    valid measurements or while they span one relevance grade. Deterministic."""
-    from cwm.model.ranker import relevance
-
-    labels = relevance(np.asarray(latencies, np.float64))
-    n_valid = int(np.isfinite(np.asarray(latencies, np.float64)).sum())
-    if n_valid < cfg.min_measured or np.unique(labels).size < 2:
-        return None
-    import xgboost as xgb
-
-    n = len(labels)
-    dtrain = xgb.DMatrix(features, label=labels, base_margin=prior)
-    dtrain.set_group([n])
-    params = {"objective": "rank:pairwise", "lambdarank_pair_method": "topk",
-              "lambdarank_num_pair_per_sample": n, "eta": cfg.learning_rate, "max_depth": cfg.max_depth,
-              "min_child_weight": 0.0, "subsample": 1.0, "colsample_bytree": 1.0, "base_score": 0.0,
-              "seed": cfg.seed, "nthread": 1, "tree_method": "exact"}
-    return xgb.train(params, dtrain, num_boost_round=cfg.rounds)
-
-
 class _Task:
     """What was measured in one task, and the residual fitted on it."""
 
@@ -107,8 +73,8 @@ class _Task:
         self.latencies: list[float] = []  # seconds, inf = failed
         self.features = np.zeros((0, n_features), np.float32)
         self.prior = np.zeros(0, np.float64)  # prior margins of the measured rows
-        self.delta = None  # xgboost.Booster or None
-        self.n_fit = 0  # valid measurements the residual was fitted on
+        self.model = None  # TaskModel or None (the prior alone)
+        self.n_fit = 0  # valid measurements the task model was fitted on
 
     @property
     def n_valid(self) -> int:
@@ -197,9 +163,8 @@ class CWMCostModel(PyCostModel):
             return np.zeros(0, np.float64)
         feats, margin = self._prior(workload, traces, target)
         task = self._tasks.get(task_key(workload))
-        if task is not None and task.delta is not None:
-            delta = np.asarray(task.delta.inplace_predict(feats, predict_type="margin"), np.float64)
-            margin = margin + self.config.weight(task.n_fit) * delta
+        if task is not None and task.model is not None:
+            margin = task.model.margin(feats, margin)
         return margin
 
     def score_traces(self, workload, traces, target) -> np.ndarray:
@@ -232,14 +197,14 @@ class CWMCostModel(PyCostModel):
         task = self._tasks.get(task_key(workload))
         if task is None:
             return {"measured": 0, "valid": 0, "adapted": False, "weight": 0.0}
-        return {"measured": len(task.latencies), "valid": task.n_valid, "adapted": task.delta is not None,
-                "weight": self.config.weight(task.n_fit) if task.delta is not None else 0.0}
+        return {"measured": len(task.latencies), "valid": task.n_valid, "adapted": task.model is not None,
+                "weight": task.model.weight if task.model is not None else 0.0}
 
     def _fit(self, task: _Task) -> None:
         start = time.perf_counter()
-        task.delta = fit_residual(task.features, task.prior, task.latencies, self.config)
-        task.n_fit = task.n_valid if task.delta is not None else 0
-        if task.delta is not None:
+        task.model = fit_task_model(task.features, task.prior, task.latencies, self.config)
+        task.n_fit = task.n_valid if task.model is not None else 0
+        if task.model is not None:
             self.stats["fits"] += 1
             self.stats["fit_s"] += time.perf_counter() - start
 
@@ -274,7 +239,8 @@ class CWMCostModel(PyCostModel):
                 "n_features": int(t.features.shape[1]),
                 "features": _b64(t.features.astype(np.float32)),
                 "prior": _b64(t.prior.astype(np.float64)),
-                "delta": base64.b64encode(bytes(t.delta.save_raw("ubj"))).decode("ascii") if t.delta else None,
+                "delta": base64.b64encode(bytes(t.model.booster.save_raw("ubj"))).decode("ascii") if t.model else None,
+                "calibration": list(t.model.calibration) if t.model and t.model.calibration else None,
                 "n_fit": t.n_fit,
             }
         data = {"format": FORMAT, "version": VERSION,
@@ -287,14 +253,15 @@ class CWMCostModel(PyCostModel):
 
     def load(self, path: str) -> None:
         data = json.loads(Path(path).read_text())
-        if data.get("format") != FORMAT or data.get("version") != VERSION:
-            raise ValueError(f"{path}: not a {FORMAT} v{VERSION} file "
+        if data.get("format") != FORMAT or data.get("version") not in READABLE_VERSIONS:
+            raise ValueError(f"{path}: not a {FORMAT} v{'/v'.join(map(str, READABLE_VERSIONS))} file "
                              f"(format {data.get('format')!r} v{data.get('version')!r})")
         if data.get("prior_sha256") != self.prior_sha256:
             raise ValueError(f"{path} was saved with another prior model ({data.get('model_dir')}) than this "
                              f"one ({self.model_dir}); use CWMCostModel.from_file({str(path)!r})")
         import xgboost as xgb
 
+        config = AdaptConfig(**data["config"])
         tasks = {}
         for key, d in data["tasks"].items():
             t = _Task(d["n_features"])
@@ -303,11 +270,14 @@ class CWMCostModel(PyCostModel):
             t.latencies = [math.inf if x is None else float(x) for x in d["latency_s"]]
             t.features = _unb64(d["features"], np.float32, (n, d["n_features"]))
             t.prior = _unb64(d["prior"], np.float64, (n,))
-            if d["delta"] is not None:
-                t.delta = xgb.Booster()
-                t.delta.load_model(bytearray(base64.b64decode(d["delta"])))
-                t.delta.set_param({"nthread": 1})
             t.n_fit = int(d["n_fit"])
+            if d["delta"] is not None:
+                booster = xgb.Booster()
+                booster.load_model(bytearray(base64.b64decode(d["delta"])))
+                booster.set_param({"nthread": 1})
+                calibration = d.get("calibration")  # v1 files hold residuals only
+                t.model = TaskModel(config.kind, booster, config.weight(t.n_fit),
+                                    tuple(calibration) if calibration else None)
             tasks[key] = t
-        self.config = AdaptConfig(**data["config"])
+        self.config = config
         self._tasks = tasks
