@@ -2,7 +2,7 @@
 task's fast candidates in the fewest measurements (issue #12, search; no held-out task is used).
 
 Search measures the top of what the cost model ranks, a round at a time, and CWM's cost model
-refits its per-task residual after each round (``cwm.cost_model.cwm_model``). This replays that
+refits its task model after each round (``cwm.cost_model.task_adaptation``). This replays that
 loop on a fixed pool: the probe's cached candidates of every zoo *training* task (≤ 64 a task,
 measured). For each network left out (the probe's ``--group-by network`` folds), the prior is the
 model's ranker config fitted on the other networks' tasks and the breadth tasks; then, for each

@@ -5,8 +5,9 @@ Each *arm* is CWM's default search (the ``seeded`` profile: 8 transferred schedu
 round, the task and its networks kept out of the seed library) with some knobs changed; the first
 arm is the baseline. An arm is written ``base`` (nothing changed) or ``key=value`` pairs joined by
 ``+``, where a key is a :class:`~cwm.tuning.settings.FastSettings` field (``num_trials_per_iter``,
-``genetic_num_iters``, ``population_size``, ...) or ``temperature`` (the cost model's
-``AdaptConfig.temperature``, decision 75) or ``ranker_data`` (a dataset root whose tasks the
+``genetic_num_iters``, ``population_size``, ...) or a field of the cost model's
+:class:`~cwm.cost_model.task_adaptation.AdaptConfig` but ``seed`` (``temperature``, decision 75;
+``kind`` and ``half_weight_at``, decision 90) or ``ranker_data`` (a dataset root whose tasks the
 fold rankers are fitted on too, as groups of their own: ``bench/dagger_collect.py``'s CWM-guided
 searches, decision 83) or ``pessimism`` (the prior is the fold's ensemble of bootstrap rankers
 scored as its mean less ``k`` times its spread, decision 85)::
@@ -67,34 +68,35 @@ class Runs(JsonlCheckpoint):
         self.done.add((rec["task"], rec[self.field], rec["seed"]))
 
 
-def parse_arm(arm: str) -> tuple[dict, float]:
-    """``(FastSettings overrides, temperature)`` of an arm (module docstring); a clear error for
-    an unknown key or a value of the wrong type."""
+def parse_arm(arm: str) -> tuple[dict, dict]:
+    """``(FastSettings overrides, AdaptConfig overrides)`` of an arm (module docstring); a clear
+    error for an unknown key or a value of the wrong type."""
+    from cwm.cost_model.task_adaptation import AdaptConfig
     from cwm.tuning.settings import FastSettings
 
     if arm == "base":
-        return {}, 1.0
+        return {}, {}
     fields = {f.name: f.type for f in dataclasses.fields(FastSettings)}
-    overrides, temperature = {}, 1.0
+    adapt_fields = {f.name: f.type for f in dataclasses.fields(AdaptConfig) if f.name != "seed"}
+    overrides, adapt = {}, {}
     for pair in arm.split("+"):
         key, sep, value = pair.partition("=")
         if not sep:
             raise SystemExit(f"arm {arm!r}: {pair!r} is not key=value")
-        if key == "temperature":
-            temperature = float(value)
-        elif key in ("ranker_data", "pessimism"):
+        if key in ("ranker_data", "pessimism"):
             continue  # the prior (:func:`ranker_data_of`, :func:`pessimism_of`), not a search setting
-        elif key in fields:
-            kind = {"int": int, "float": float, "str": str}.get(str(fields[key]))
-            if kind is None:
-                raise SystemExit(f"arm {arm!r}: {key} ({fields[key]}) cannot be set from an arm")
-            try:
-                overrides[key] = kind(value)
-            except ValueError:
-                raise SystemExit(f"arm {arm!r}: {key} must be of type {kind.__name__}, not {value!r}") from None
-        else:
-            raise SystemExit(f"arm {arm!r}: unknown key {key!r}; a FastSettings field or temperature")
-    return overrides, temperature
+        if key not in fields and key not in adapt_fields:
+            raise SystemExit(f"arm {arm!r}: unknown key {key!r}; a FastSettings or AdaptConfig field "
+                             "(but seed), ranker_data or pessimism")
+        into, declared = (overrides, fields[key]) if key in fields else (adapt, adapt_fields[key])
+        kind = {"int": int, "float": float, "str": str}.get(str(declared))
+        if kind is None:
+            raise SystemExit(f"arm {arm!r}: {key} ({declared}) cannot be set from an arm")
+        try:
+            into[key] = kind(value)
+        except ValueError:
+            raise SystemExit(f"arm {arm!r}: {key} must be of type {kind.__name__}, not {value!r}") from None
+    return overrides, adapt
 
 
 def arm_pairs(arm: str) -> dict[str, str]:
@@ -252,8 +254,8 @@ def knob_search(arm: str):
     from cwm.cost_model.cwm_model import AdaptConfig
     from cwm.tuning.settings import search_settings
 
-    overrides, temperature = parse_arm(arm)
-    return dataclasses.replace(search_settings("seeded"), **overrides), AdaptConfig(temperature=temperature)
+    overrides, adapt = parse_arm(arm)
+    return dataclasses.replace(search_settings("seeded"), **overrides), AdaptConfig(**adapt)
 
 
 def open_roots(data):

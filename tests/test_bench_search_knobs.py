@@ -13,8 +13,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 def test_an_arm_sets_search_knobs_and_the_temperature():
     from search_knobs import knob_search, parse_arm
 
-    assert parse_arm("base") == ({}, 1.0)
-    assert parse_arm("num_trials_per_iter=8+temperature=2") == ({"num_trials_per_iter": 8}, 2.0)
+    assert parse_arm("base") == ({}, {})
+    assert parse_arm("num_trials_per_iter=8+temperature=2") == ({"num_trials_per_iter": 8}, {"temperature": 2.0})
     settings, adapt = knob_search("genetic_num_iters=4+population_size=256")
     assert (settings.genetic_num_iters, settings.population_size, adapt.temperature) == (4, 256, 1.0)
     assert knob_search("eps_greedy=0.25")[0].eps_greedy == 0.25 and settings.eps_greedy == 0.05
@@ -22,10 +22,22 @@ def test_an_arm_sets_search_knobs_and_the_temperature():
     assert (settings.seed_trials, settings.seed_placement, settings.num_trials_per_iter) == (8, "last", 16)
 
 
+def test_an_arm_sets_the_task_model():
+    from search_knobs import knob_search, parse_arm
+
+    assert parse_arm("kind=blend+half_weight_at=32") == ({}, {"kind": "blend", "half_weight_at": 32})
+    adapt = knob_search("kind=blend+half_weight_at=32")[1]
+    assert (adapt.kind, adapt.half_weight_at, adapt.temperature) == ("blend", 32, 1.0)
+    with pytest.raises(ValueError, match="kind must be one of"):
+        knob_search("kind=ensemble")
+    with pytest.raises(SystemExit, match="unknown key 'seed'"):
+        parse_arm("seed=3")  # the run's seed is --seeds'
+
+
 def test_ranker_data_names_an_existing_root_and_is_not_a_search_setting(tmp_path):
     from search_knobs import parse_arm, ranker_data_of
 
-    assert parse_arm("ranker_data=somewhere+temperature=2") == ({}, 2.0)
+    assert parse_arm("ranker_data=somewhere+temperature=2") == ({}, {"temperature": 2.0})
     assert ranker_data_of("base") is None and ranker_data_of("temperature=2") is None
     with pytest.raises(SystemExit, match="no dataset root"):
         ranker_data_of("ranker_data=no_such_root_here")

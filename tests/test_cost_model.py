@@ -5,6 +5,7 @@ The candidates are the recorded tuning traces of the held-out softmax task, repl
 """
 from __future__ import annotations
 
+import json
 import math
 import shutil
 
@@ -83,8 +84,11 @@ def test_predict_one_finite_score_per_candidate_consistent_with_world_model(tiny
     assert model.stats["predict_calls"] == 1 and model.stats["predicted"] == len(task["cands"])
 
 
-def test_update_adapts_to_measurements_that_contradict_the_prior(tiny_model_dir, world_model, task):
-    model = _model(tiny_model_dir, world_model)
+@pytest.mark.parametrize("kind", ["residual", "blend"])
+def test_update_adapts_to_measurements_that_contradict_the_prior(tiny_model_dir, world_model, task, kind):
+    from cwm.cost_model import AdaptConfig
+
+    model = _model(tiny_model_dir, world_model, config=AdaptConfig(kind=kind))
     ctx, cands = task["context"], task["cands"]
     prior = np.log(model.predict(ctx, cands))
     lat = _contradicting_latencies(prior)
@@ -104,16 +108,18 @@ def test_update_adapts_to_measurements_that_contradict_the_prior(tiny_model_dir,
     assert np.argmax(adapted) != np.argmax(prior)
 
 
-def test_failed_runs_count_as_worst(tiny_model_dir, world_model, task):
+@pytest.mark.parametrize("kind", ["residual", "blend"])
+def test_failed_runs_count_as_worst(tiny_model_dir, world_model, task, kind):
     from tvm.s_tir.meta_schedule.runner import RunnerResult
 
+    from cwm.cost_model import AdaptConfig
     from cwm.cost_model.cwm_model import latency_of
 
     assert latency_of(RunnerResult(run_secs=None, error_msg="RuntimeError: boom")) == math.inf
     assert latency_of(RunnerResult(run_secs=[1e10], error_msg=None)) == math.inf
     assert latency_of(RunnerResult(run_secs=[2e-3, 1e-3, 4e-3], error_msg=None)) == 2e-3
 
-    model = _model(tiny_model_dir, world_model)
+    model = _model(tiny_model_dir, world_model, config=AdaptConfig(kind=kind))
     ctx, cands = task["context"], task["cands"][:16]
     prior = np.log(model.predict(ctx, cands))
     best = int(np.argmax(prior))
@@ -127,10 +133,11 @@ def test_failed_runs_count_as_worst(tiny_model_dir, world_model, task):
     assert adapted[best] - np.median(adapted) < prior[best] - np.median(prior)  # pushed down
 
 
-def test_save_load_round_trip_predicts_identically(tiny_model_dir, world_model, task, tmp_path):
-    from cwm.cost_model import CWMCostModel
+@pytest.mark.parametrize("kind", ["residual", "blend"])
+def test_save_load_round_trip_predicts_identically(tiny_model_dir, world_model, task, tmp_path, kind):
+    from cwm.cost_model import AdaptConfig, CWMCostModel
 
-    model = _model(tiny_model_dir, world_model)
+    model = _model(tiny_model_dir, world_model, config=AdaptConfig(kind=kind))
     ctx, cands = task["context"], task["cands"]
     model.update(ctx, cands[:24], _results(_contradicting_latencies(np.log(model.predict(ctx, cands[:24])))))
     assert model.task_state(task["workload"])["adapted"]
@@ -143,7 +150,17 @@ def test_save_load_round_trip_predicts_identically(tiny_model_dir, world_model, 
     fresh = _model(tiny_model_dir, world_model)  # same prior, state loaded through MetaSchedule's load()
     fresh.load(str(path))
     np.testing.assert_array_equal(fresh.predict(ctx, cands), expected)
-    assert fresh.task_state(task["workload"]) == model.task_state(task["workload"])
+    assert fresh.task_state(task["workload"]) == model.task_state(task["workload"]) and fresh.config.kind == kind
+
+    if kind == "residual":  # a file of format v1 (residuals only, no calibration) still loads
+        data = json.loads(path.read_text())
+        data["version"] = 1
+        data["config"].pop("kind"), data["config"].pop("blend_rounds")
+        for t in data["tasks"].values():
+            t.pop("calibration")
+        v1 = tmp_path / "v1.json"
+        v1.write_text(json.dumps(data))
+        np.testing.assert_array_equal(CWMCostModel.from_file(v1).predict(ctx, cands), expected)
 
     other_dir = tmp_path / "other_model"
     shutil.copytree(tiny_model_dir, other_dir)

@@ -4,8 +4,8 @@
 stores it (:func:`cwm.actions.trace_io.trace_to_json` of ``candidate.sch.trace``, post-processing
 included), featurised by the native core and rolled out by TransH from ``z_0 = E(context.mod)``
 (cached per workload by :meth:`WorldModel.z0`); the shipped ranker gives the prior margin
-``m_prior`` (identical to :meth:`WorldModel.score`). Once the task has enough measurements the
-per-task residual is added (below): ``m = m_prior + w(n) * delta(x)``. MetaSchedule wants a
+``m_prior`` (identical to :meth:`WorldModel.score`). Once the task has enough measurements its
+task model adapts it (below), e.g. ``m = m_prior + w(n) * delta(x)``. MetaSchedule wants a
 non-negative score, higher = better, used both as a max-heap key across the evolutionary rounds
 and as multinomial weights when picking mutation parents, so scores must not depend on the
 batch they were predicted in. The score is ``exp(m / temperature)``: strictly increasing in
@@ -13,23 +13,21 @@ batch they were predicted in. The score is ``exp(m / temperature)``: strictly in
 margin, ``exp(m_i) / (exp(m_i) + exp(m_j))`` is the predicted probability that ``i`` is faster
 than ``j`` (Bradley-Terry), which makes it a natural sampling weight.
 
-**update(context, candidates, results): prior + per-task residual.** Measured candidates of a
-task are kept (trace, CWM features, prior margin, median latency; a runner error, no
-``run_secs`` or a failure marker ``>= 1e10`` s counts as the worst, latency ``inf``). Once at
-least ``min_measured`` are valid and they span two relevance grades, a small XGBoost booster
-``delta`` is fitted from scratch on the task's measurements with a pairwise ranking objective
-(``rank:pairwise``, every pair, one query group), **starting from the prior's margins**
-(``base_margin = m_prior``): the trees learn only where the measurements disagree with the
-shipped model. Labels are the ranker's relevance grades (:func:`cwm.model.ranker.relevance`:
-``floor(8 * best / latency)``, failures 0), so measurement noise within 1/8 of the best does
-not create pairs. The residual is shrunk by ``w(n) = n / (n + half_weight_at)`` (n = valid
-measurements; 1/3 at 8, 1/2 at 16, 0.8 at 64), so few measurements move the prior little.
-Refitting is cheap (tens of rows, 30 depth-3 trees, one thread: a few ms) and deterministic
-(fixed seed, no subsampling). Tasks are keyed by the structural hash of ``context.mod``.
+**update(context, candidates, results): prior + task model.** Measured candidates of a task are
+kept (trace, CWM features, prior margin, median latency; a runner error, no ``run_secs`` or a
+failure marker ``>= 1e10`` s counts as the worst, latency ``inf``), and after each batch the
+task model of ``AdaptConfig.kind`` is fitted from scratch on them
+(:mod:`cwm.cost_model.task_adaptation`): the ``"residual"`` (default), a small ``rank:pairwise``
+booster started from the prior's margins and shrunk by ``w(n) = n / (n + half_weight_at)`` (n =
+valid measurements; 1/3 at 8, 1/2 at 16, 0.8 at 64), or the ``"blend"``, a regression of ``-log
+latency`` on the measurements alone, brought to the prior's scale and weighed ``w(n)`` against
+it. Refitting is cheap (tens of rows, one thread: a few ms) and deterministic (fixed seed, no
+subsampling). Tasks are keyed by the structural hash of ``context.mod``.
 
 **save(path) / load(path).** One JSON file: format/version, the prior's directory and a
 fingerprint of its files, the :class:`AdaptConfig`, and per task the measured traces,
-latencies, features, prior margins and the residual booster (raw UBJSON, base64). ``load``
+latencies, features, prior margins, the task model's booster (raw UBJSON, base64) and, for a
+blend, its calibration (format v2; v1 files, residuals only, still load). ``load``
 restores exactly that state into a model whose prior has the same fingerprint, so predictions
 are identical; :meth:`CWMCostModel.from_file` builds the model from the saved prior path.
 """

@@ -9,7 +9,7 @@ Two kinds, named by :attr:`AdaptConfig.kind` (string factory :func:`fit_task_mod
 * ``"blend"`` (decision 90): what MetaSchedule's ``XGBModel`` does with a task's measurements, an
   XGBoost regression of ``-log latency`` on the measured rows alone (a failed candidate counts as
   twice the slowest valid one), blended with the prior as their number grows. The regression is
-  brought to the prior's scale on the measured rows (its ``-log latency`` standardised there and
+  brought to the prior's scale on the measured rows (its predictions there standardised and
   mapped to the prior margins' mean and spread there), so ``m = (1 - w(n)) * m_prior + w(n) *
   calibrated(x)``; the score's scale, which MetaSchedule's parent sampling reads, stays the prior's.
 
