@@ -440,6 +440,24 @@ def adapt_sim_table(r) -> list[str]:
     return out + [""]
 
 
+def adapt_blend_table(r) -> list[str]:
+    """``bench/adapt_blend.py``: the task models of decision 90 replayed on the training tasks."""
+    base = r["mean_best_ratio"]["residual (shipped)"]
+    out = [f"**The task model fitted on a task's own measurements, replayed on the training tasks** "
+           f"(`bench/adapt_blend.py`, decision 90; {r['tasks']} zoo training tasks, the pool every valid dataset "
+           f"candidate, the prior the search benches' fold ranker, {r['per_round']} measured a round; mean of pool "
+           f"best / best found, and the paired difference from the shipped residual with its 95 % interval; "
+           f"{r['machine']}; {r['date']})", "",
+           "| task model | " + " | ".join(f"after {n}" for n in r["measured_after_round"]) + " | − residual, rounds 2-4 |",
+           "|---" * (len(base) + 2) + "|"]
+    for name, curve in r["mean_best_ratio"].items():
+        diff = r["vs_baseline_mean_ci95"].get(name)
+        gap = ("—" if diff is None else
+               ", ".join(f"{m:+.3f} ({lo:+.3f}, {hi:+.3f})" for m, lo, hi in diff[1:]))
+        out.append(f"| {name} | " + " | ".join(f"{v:.3f}" for v in curve) + f" | {gap} |")
+    return out + [""]
+
+
 def seed_transfer_table(r) -> list[str]:
     """``bench/seed_transfer.py``: schedules transferred from similar training workloads, on the
     training tasks (each task's own networks left out of the library)."""
@@ -775,8 +793,15 @@ TABLES = (("ranking.json", ranking_table), ("probe_centring_design_space.json", 
           ("search_se.json", captioned(search_table, "Sample efficiency with the shipped model: CWM at up to 128 "
                                         "trials against MetaSchedule's default at 640 (issue #12), and the same "
                                         "3 tasks at 64 trials")),
+          ("adapt_blend.json", adapt_blend_table),
           ("adapt_sim.json", adapt_sim_table),
           ("seed_transfer.json", seed_transfer_table),
+          ("search_knobs_blend_xeon_m167.json", captioned(search_knobs_table, "The blend task model in search "
+                                                           "(decision 90: `kind=blend+half_weight_at=64`, a "
+                                                           "regression of -log latency on the task's measurements "
+                                                           "weighed n / (n + 64) against the prior), beside "
+                                                           "`temperature=1.000000`, a replica of the shipped search "
+                                                           "run interleaved with it")),
           ("search_knobs_temperature_xeon_m167.json", captioned(search_knobs_table, "Decision 75's parent "
                                                                  "temperature 2 again (decision 89), beside "
                                                                  "`temperature=1.00000`, a replica of the shipped "
