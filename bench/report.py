@@ -735,6 +735,11 @@ TABLES = (("ranking.json", ranking_table), ("probe_centring_design_space.json", 
                                         "efficiency on 3 tasks (issue #12). The `xgb` runs (MetaSchedule's default, "
                                         "which reads no records) are those of `search_v6.json`, re-measured together "
                                         "with the new `cwm` and `xgb_pretrained` runs")),
+          ("search_v7_xeon_m167.json", captioned(search_table, "The same model, command and tasks as "
+                                                  "`search_v7_xeon.json` on the Intel Xeon model 167 host kind "
+                                                  "(decision 91): every method tuned and re-measured there; the "
+                                                  "`xgb` runs were tuned after the other two, and all of them "
+                                                  "re-measured together")),
           ("search_v7_xeon.json", captioned(search_table, "The same model, command and tasks as `search_v7.json` "
                                              "on the Intel Xeon host kind (decision 77): every method tuned and "
                                              "re-measured on this host; both learned models read records measured "

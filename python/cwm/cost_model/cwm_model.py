@@ -64,7 +64,7 @@ def latency_of(result) -> float:
 
 
 class _Task:
-    """What was measured in one task, and the residual fitted on it."""
+    """What was measured in one task, and the task model fitted on it."""
 
     def __init__(self, n_features: int):
         self.traces: list[str] = []
