@@ -251,7 +251,7 @@ def summary(rows: list[dict], arms: list[str]) -> dict:
 
 def knob_search(arm: str):
     """An arm's ``(FastSettings, AdaptConfig)``: the ``seeded`` profile with its overrides."""
-    from cwm.cost_model.cwm_model import AdaptConfig
+    from cwm.cost_model.task_adaptation import AdaptConfig
     from cwm.tuning.settings import search_settings
 
     overrides, adapt = parse_arm(arm)

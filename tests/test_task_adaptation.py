@@ -25,6 +25,8 @@ def test_no_task_model_before_min_measured_or_without_spread():
         assert fit_task_model(x[:7], prior[:7], lat[:7], cfg) is None
         assert fit_task_model(x[:8], prior[:8], np.full(8, 1e-3), cfg) is None  # nothing tells them apart
         assert fit_task_model(x[:8], prior[:8], lat[:8], cfg) is not None
+    # min_measured 0 or 1: still no regression on fewer than two valid latencies
+    assert fit_task_model(x[:3], prior[:3], [lat[0], np.inf, np.inf], AdaptConfig(kind="blend", min_measured=0)) is None
     with pytest.raises(ValueError, match="kind must be one of"):
         AdaptConfig(kind="ensemble")
 

@@ -74,7 +74,7 @@ def fit_residual(features: np.ndarray, prior: np.ndarray, latencies, cfg: AdaptC
 
 def regression_targets(latencies) -> np.ndarray:
     """``-log latency`` of each measured row; a failed one (``inf``/NaN) as twice the slowest
-    valid one. Only called with at least one valid latency."""
+    valid one. ``latencies`` must hold a valid one."""
     lat = np.asarray(latencies, np.float64)
     ok = np.isfinite(lat) & (lat > 0)
     return -np.log(np.where(ok, lat, 2.0 * lat[ok].max()))
@@ -107,7 +107,7 @@ def fit_task_model(features: np.ndarray, prior: np.ndarray, latencies, cfg: Adap
     if cfg.kind == "residual":
         booster = fit_residual(features, prior, lat, cfg)
         return None if booster is None else TaskModel("residual", booster, weight, None)
-    if n_valid < cfg.min_measured:
+    if n_valid < max(cfg.min_measured, 2):  # a regression needs two valid latencies to tell apart
         return None
     y = regression_targets(lat)
     prior = np.asarray(prior, np.float64)
