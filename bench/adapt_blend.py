@@ -50,13 +50,12 @@ def curves_of(tasks: dict, per_round: int, rounds: int, variants: dict = VARIANT
     from adapt_sim import replay
     from cwm.cost_model.task_adaptation import AdaptConfig
 
+    configs = {name: None if fields is None else AdaptConfig(**fields) for name, fields in variants.items()}
     out = {name: [] for name in variants}
     for key in sorted(tasks):
-        x, lat, prior = tasks[key]
-        for name, fields in variants.items():
-            cfg = None if fields is None else AdaptConfig(**fields)
-            out[name].append(replay(np.asarray(lat, np.float64), np.asarray(x, np.float32),
-                                    np.asarray(prior, np.float64), cfg, per_round, rounds))
+        x, lat, prior = (np.asarray(v, t) for v, t in zip(tasks[key], (np.float32, np.float64, np.float64)))
+        for name, cfg in configs.items():
+            out[name].append(replay(lat, x, prior, cfg, per_round, rounds))
     return out
 
 
