@@ -59,17 +59,17 @@ def curves_of(tasks: dict, per_round: int, rounds: int, variants: dict = VARIANT
     return out
 
 
-def summary(curves: dict, per_round: int) -> dict:
-    """Mean ratio per round and the paired difference against :data:`BASELINE` per round."""
+def summary(curves: dict, per_round: int, baseline: str = BASELINE) -> dict:
+    """Mean ratio per round and the paired difference against ``baseline`` per round."""
     import numpy as np
 
     from adapt_sim import paired_difference
 
-    base = np.asarray(curves[BASELINE])
+    base = np.asarray(curves[baseline])
     return {"measured_after_round": [per_round * (i + 1) for i in range(base.shape[1])],
             "mean_best_ratio": {n: [float(v) for v in np.mean(c, 0)] for n, c in curves.items()},
             "vs_baseline_mean_ci95": {n: paired_difference(np.asarray(c), base) for n, c in curves.items()
-                                      if n != BASELINE}}
+                                      if n != baseline}}
 
 
 def main(argv=None) -> int:

@@ -42,11 +42,20 @@ VARIANTS = {
 }
 
 
-def replay(lat: np.ndarray, x: np.ndarray, prior: np.ndarray, cfg, per_round: int, rounds: int) -> list[float]:
+def top_unmeasured(order, measured: list[int], per_round: int) -> list[int]:
+    """The first ``per_round`` of ``order`` (candidates by falling margin) not yet measured: what
+    search measures a round (MetaSchedule's pick, ε-greedy aside)."""
+    taken = set(measured)
+    return [int(i) for i in order if i not in taken][:per_round]
+
+
+def replay(lat: np.ndarray, x: np.ndarray, prior: np.ndarray, cfg, per_round: int, rounds: int,
+           pick=top_unmeasured) -> list[float]:
     """``pool best / best found`` after each round for one task; ``cfg``: the
     :class:`~cwm.cost_model.task_adaptation.AdaptConfig` whose task model is refitted after each
     round (:func:`~cwm.cost_model.task_adaptation.fit_task_model`, the cost model's own), or None:
-    the prior alone."""
+    the prior alone; ``pick(order, measured, per_round)``: a round's candidates
+    (:func:`top_unmeasured` by default)."""
     from cwm.cost_model.task_adaptation import fit_task_model
 
     lat = np.where(np.isfinite(lat) & (lat > 0), lat, np.inf)
@@ -54,8 +63,7 @@ def replay(lat: np.ndarray, x: np.ndarray, prior: np.ndarray, cfg, per_round: in
     measured: list[int] = []
     margin, out = prior.copy(), []
     for _ in range(rounds):
-        taken = set(measured)
-        measured += [i for i in np.argsort(-margin, kind="stable") if i not in taken][:per_round]
+        measured += pick(np.argsort(-margin, kind="stable"), measured, per_round)
         found = lat[measured].min()
         out.append(float(best / found) if np.isfinite(found) else 0.0)
         if cfg is not None:
