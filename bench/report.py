@@ -440,15 +440,16 @@ def adapt_sim_table(r) -> list[str]:
     return out + [""]
 
 
-def adapt_blend_table(r) -> list[str]:
-    """``bench/adapt_blend.py``: the task models of decision 90 replayed on the training tasks."""
-    base = r["mean_best_ratio"]["residual (shipped)"]
-    out = [f"**The task model fitted on a task's own measurements, replayed on the training tasks** "
-           f"(`bench/adapt_blend.py`, decision 90; {r['tasks']} zoo training tasks, the pool every valid dataset "
-           f"candidate, the prior the search benches' fold ranker, {r['per_round']} measured a round; mean of pool "
-           f"best / best found, and the paired difference from the shipped residual with its 95 % interval; "
-           f"{r['machine']}; {r['date']})", "",
-           "| task model | " + " | ".join(f"after {n}" for n in r["measured_after_round"]) + " | − residual, rounds 2-4 |",
+def _replay_table(r, title: str, baseline: str, row_label: str) -> list[str]:
+    """A replay of search's measure-and-refit loop on the training tasks (``bench/adapt_blend.py``'s
+    setting): mean pool best / best found per round, and each variant's paired difference from
+    ``baseline`` over rounds 2-4 with its 95 % interval."""
+    base = r["mean_best_ratio"][baseline]
+    out = [f"**{title}** ({r['tasks']} zoo training tasks, the pool every valid dataset candidate, the prior the "
+           f"search benches' fold ranker, {r['per_round']} measured a round; mean of pool best / best found, and "
+           f"the paired difference from the {baseline} with its 95 % interval; {r['machine']}; {r['date']})", "",
+           f"| {row_label} | " + " | ".join(f"after {n}" for n in r["measured_after_round"])
+           + " | − shipped, rounds 2-4 |",
            "|---" * (len(base) + 2) + "|"]
     for name, curve in r["mean_best_ratio"].items():
         diff = r["vs_baseline_mean_ci95"].get(name)
@@ -456,6 +457,19 @@ def adapt_blend_table(r) -> list[str]:
                ", ".join(f"{m:+.3f} ({lo:+.3f}, {hi:+.3f})" for m, lo, hi in diff[1:]))
         out.append(f"| {name} | " + " | ".join(f"{v:.3f}" for v in curve) + f" | {gap} |")
     return out + [""]
+
+
+def adapt_blend_table(r) -> list[str]:
+    """``bench/adapt_blend.py``: the task models of decision 90 replayed on the training tasks."""
+    return _replay_table(r, "The task model fitted on a task's own measurements, replayed on the training tasks "
+                            "(`bench/adapt_blend.py`, decision 90)", "residual (shipped)", "task model")
+
+
+def diverse_pick_table(r) -> list[str]:
+    """``bench/diverse_pick.py``: decision 92's capped picks replayed on the training tasks."""
+    return _replay_table(r, "A round that measures fewer candidates of one tiling, replayed on the training tasks "
+                            "(`bench/diverse_pick.py`, decision 92; the shipped residual task model)",
+                         "top by margin (shipped)", "pick")
 
 
 def seed_transfer_table(r) -> list[str]:
@@ -799,6 +813,7 @@ TABLES = (("ranking.json", ranking_table), ("probe_centring_design_space.json", 
                                         "trials against MetaSchedule's default at 640 (issue #12), and the same "
                                         "3 tasks at 64 trials")),
           ("adapt_blend.json", adapt_blend_table),
+          ("diverse_pick.json", diverse_pick_table),
           ("adapt_sim.json", adapt_sim_table),
           ("seed_transfer.json", seed_transfer_table),
           ("search_knobs_blend_xeon_m167.json", captioned(search_knobs_table, "The blend task model in search "
