@@ -472,6 +472,21 @@ def diverse_pick_table(r) -> list[str]:
                          "top by margin (shipped)", "pick")
 
 
+def pair_errors_table(r) -> list[str]:
+    """``bench/pair_errors.py``: the fold prior's wrong pairs on the training tasks (decision 93)."""
+    groups = r["by_classes"]
+    out = [f"**Where the prior's wrong pairs lie** (`bench/pair_errors.py`, decision 93; every pair of valid "
+           f"candidates of {r['tasks']} zoo training tasks at least {r['min_ratio']:g}× apart, ordered by the "
+           f"task's network fold prior, each task weighted equally; {r['machine']}; {r['date']})", "",
+           "| which pairs | weight (tasks) | pairs | median latency ratio | ordered wrongly |", "|---|---|---|---|---|"]
+    rows = (["all"] + sorted((g for g in groups if g.startswith("ratio ")), key=lambda g: float(g.split()[1].split("-")[0]))
+            + sorted(g for g in groups if g.startswith("only ")))
+    for g in rows:
+        m = groups[g]
+        out.append(f"| {g} | {m['weight']:.2f} | {m['pairs']:,} | {m['median_ratio']:.2f} | {m['wrong']:.3f} |")
+    return out + [""]
+
+
 def seed_transfer_table(r) -> list[str]:
     """``bench/seed_transfer.py``: schedules transferred from similar training workloads, on the
     training tasks (each task's own networks left out of the library)."""
@@ -814,6 +829,7 @@ TABLES = (("ranking.json", ranking_table), ("probe_centring_design_space.json", 
                                         "3 tasks at 64 trials")),
           ("adapt_blend.json", adapt_blend_table),
           ("diverse_pick.json", diverse_pick_table),
+          ("pair_errors.json", pair_errors_table),
           ("adapt_sim.json", adapt_sim_table),
           ("seed_transfer.json", seed_transfer_table),
           ("search_knobs_blend_xeon_m167.json", captioned(search_knobs_table, "The blend task model in search "
