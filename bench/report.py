@@ -487,6 +487,21 @@ def pair_errors_table(r) -> list[str]:
     return out + [""]
 
 
+def top_rerank_table(r) -> list[str]:
+    """``bench/top_rerank.py``: decision 94's cascade against the fold prior on the training tasks."""
+    out = [f"**A second ranker for the top of the prior's order** (`bench/top_rerank.py`, decision 94; "
+           f"{r['tasks']} zoo training tasks, leave one network out; the difference from the prior with its 95 % "
+           f"interval; {r['machine']}; {r['date']})", "",
+           "| order | per-task top-1 | weighted top-1 | pairwise | best found in the first "
+           + " / ".join(str(n) for n in r["found_after"]) + " | − prior, per-task top-1 |", "|---|---|---|---|---|---|"]
+    for name, m in r["by_variant"].items():
+        d = m.get("vs_prior_ci95", {}).get("top1_task_mean")
+        out.append(f"| {name} | {m['top1_task_mean']:.3f} | {m['top1_weighted']:.3f} | {m['pairwise']:.3f} | "
+                   + " / ".join(f"{m[f'found_{n}']:.3f}" for n in r["found_after"])
+                   + (" | — |" if d is None else f" | {d[0]:+.3f} ({d[1]:+.3f}, {d[2]:+.3f}) |"))
+    return out + [""]
+
+
 def seed_transfer_table(r) -> list[str]:
     """``bench/seed_transfer.py``: schedules transferred from similar training workloads, on the
     training tasks (each task's own networks left out of the library)."""
@@ -830,6 +845,7 @@ TABLES = (("ranking.json", ranking_table), ("probe_centring_design_space.json", 
           ("adapt_blend.json", adapt_blend_table),
           ("diverse_pick.json", diverse_pick_table),
           ("pair_errors.json", pair_errors_table),
+          ("top_rerank.json", top_rerank_table),
           ("adapt_sim.json", adapt_sim_table),
           ("seed_transfer.json", seed_transfer_table),
           ("search_knobs_blend_xeon_m167.json", captioned(search_knobs_table, "The blend task model in search "
