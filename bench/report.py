@@ -502,6 +502,32 @@ def top_rerank_table(r) -> list[str]:
     return out + [""]
 
 
+def loop_tiles_table(r) -> list[str]:
+    """``bench/loop_tiles.py``: the fold rankers with and without decision 95's loop-tile columns."""
+    found = r["found_after"]
+    out = [f"**Which loop is tiled how, as ranker columns** (`bench/loop_tiles.py`, decision 95; {r['tasks']} zoo "
+           f"training tasks, each network's fold ranker with and without the columns, both fitted in the run; the "
+           f"difference with its 95 % interval; {r['machine']}; {r['date']})", "",
+           "| fold ranker | pairwise | per-task top-1 | weighted top-1 | best found in the first "
+           + " / ".join(map(str, found)) + " |", "|---|---|---|---|---|"]
+    for name, m in r["by_ranker"].items():
+        out.append(f"| {name} | {m['pairwise']:.4f} | {m['top1_task_mean']:.3f} | {m['top1_weighted']:.3f} | "
+                   + " / ".join(f"{m[f'found_{n}']:.3f}" for n in found) + " |")
+        d = m.get("vs_baseline_ci95")
+        if d:
+            def ci(k):
+                return f"{d[k][0]:+.4f} ({d[k][1]:+.4f}, {d[k][2]:+.4f})"
+
+            out.append(f"| difference | {ci('pairwise')} | {ci('top1_task_mean')} | | "
+                       + " / ".join(f"{d[f'found_{n}'][0]:+.3f}" for n in found) + " |")
+    swap = r.get("swap_check")
+    if swap:
+        out += ["", f"Two spatial splits trading factor lists change the rolled-out state by at most "
+                    f"{swap['max_rollout_change']:.1e}; {swap['traces_with_identical_rows']} of {swap['traces']} "
+                    "traces keep an identical ranker row."]
+    return out + [""]
+
+
 def seed_transfer_table(r) -> list[str]:
     """``bench/seed_transfer.py``: schedules transferred from similar training workloads, on the
     training tasks (each task's own networks left out of the library)."""
@@ -846,6 +872,7 @@ TABLES = (("ranking.json", ranking_table), ("probe_centring_design_space.json", 
           ("diverse_pick.json", diverse_pick_table),
           ("pair_errors.json", pair_errors_table),
           ("top_rerank.json", top_rerank_table),
+          ("loop_tiles.json", loop_tiles_table),
           ("adapt_sim.json", adapt_sim_table),
           ("seed_transfer.json", seed_transfer_table),
           ("search_knobs_blend_xeon_m167.json", captioned(search_knobs_table, "The blend task model in search "

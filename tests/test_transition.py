@@ -56,3 +56,21 @@ def test_w_is_unit_norm(batch):
     m = TransH(cfg)
     w, _ = m.params_of_hidden(m.embed(*tensors(batch, cfg)))
     assert torch.allclose(w.norm(dim=-1), torch.ones(w.shape[:-1]), atol=1e-5)
+
+
+def test_params_numpy_are_the_torch_translations(batch):
+    import torch
+
+    from cwm.model.transition import TransH, TransitionConfig, hidden_numpy, numpy_weights, params_numpy, tensors
+
+    torch.manual_seed(1)
+    cfg = TransitionConfig(dim=16, hidden=32, hash_buckets=64)
+    m = TransH(cfg).eval()
+    with torch.no_grad():
+        torch.nn.init.normal_(m.out.weight)  # the factory starts d at 0; give it length
+        w_t, d_t = m.params_of_hidden(m.embed(*tensors(batch, cfg)))
+    kind, x = hidden_numpy(batch.ints, batch.numbers, numpy_weights(m), cfg)
+    w, d = params_numpy(x, numpy_weights(m), cfg)
+    assert kind.shape == batch.ints.shape[:2]
+    # float32 torch against the float64 reference: agreement to float32 rounding of sums of ~20 terms
+    assert np.abs(w - w_t.numpy()).max() < 1e-4 and np.abs(d - d_t.numpy()).max() < 1e-3

@@ -198,9 +198,9 @@ def with_state_read(model):
     return out
 
 
-def rollout_numpy(z0: np.ndarray, ints: np.ndarray, numbers: np.ndarray, weights: dict, cfg: TransitionConfig,
-                  return_all: bool = False) -> np.ndarray:
-    """NumPy reference of :meth:`TransH.forward` (float64 inside) - the native core's spec."""
+def hidden_numpy(ints: np.ndarray, numbers: np.ndarray, weights: dict, cfg: TransitionConfig):
+    """``(kind, x)``: each action's kind and its :class:`ActionEmbedding` (the hidden
+    pre-activation ``x``, float64) of a padded batch; NumPy reference."""
     kind, hashed, small = action_indices(ints, cfg)
     x = weights["kind"][kind].astype(np.float64)
     x = x + log_scale(numbers).astype(np.float32) @ weights["numbers_w"].T.astype(np.float64) + weights["numbers_b"]
@@ -208,12 +208,23 @@ def rollout_numpy(z0: np.ndarray, ints: np.ndarray, numbers: np.ndarray, weights
         x = x + weights["hashed"][j][hashed[..., j]]
     for j in range(small.shape[-1]):
         x = x + weights["small"][j][small[..., j]]
-    out_w, out_b = weights["out_w"].T.astype(np.float64), weights["out_b"].astype(np.float64)
+    return kind, x
+
+
+def params_numpy(hidden: np.ndarray, weights: dict, cfg: TransitionConfig) -> tuple[np.ndarray, np.ndarray]:
+    """``(w, d)`` of :meth:`TransH.params_of_hidden` (unit normals, translations); NumPy reference."""
+    y = np.maximum(hidden, 0) @ weights["out_w"].T.astype(np.float64) + weights["out_b"].astype(np.float64)
+    w_raw, d = y[..., :cfg.dim], y[..., cfg.dim:]
+    return w_raw / np.maximum(np.linalg.norm(w_raw, axis=-1, keepdims=True), 1e-6), d
+
+
+def rollout_numpy(z0: np.ndarray, ints: np.ndarray, numbers: np.ndarray, weights: dict, cfg: TransitionConfig,
+                  return_all: bool = False) -> np.ndarray:
+    """NumPy reference of :meth:`TransH.forward` (float64 inside) - the native core's spec."""
+    kind, x = hidden_numpy(ints, numbers, weights, cfg)
 
     def params(hidden):
-        y = np.maximum(hidden, 0) @ out_w + out_b
-        w_raw, d = y[..., :cfg.dim], y[..., cfg.dim:]
-        return w_raw / np.maximum(np.linalg.norm(w_raw, axis=-1, keepdims=True), 1e-6), d
+        return params_numpy(hidden, weights, cfg)
 
     if cfg.state_dependent:
         state_w = weights["state_w"].T.astype(np.float64)  # [dim, hidden]
