@@ -528,6 +528,22 @@ def loop_tiles_table(r) -> list[str]:
     return out + [""]
 
 
+def rollout_memory_table(r) -> list[str]:
+    """``bench/rollout_memory.py``: what the shipped transition's ``ẑ_T`` keeps (decision 96)."""
+    out = [f"**What the rolled-out state keeps** (`bench/rollout_memory.py`, decision 96; {r['traces_per_task']} "
+           f"candidates of each of {r['tasks']} zoo training tasks, the shipped transition; largest coordinate "
+           f"change of ẑ_T, median over tasks and largest; {r['machine']}; {r['date']})", "",
+           "| change | median | largest |", "|---|---|---|",
+           f"| two candidates of one task (for scale) | {r['spread_median']:.3g} | |",
+           f"| z_0 replaced by a random unit vector | {r['z0']['median']:.2g} | {r['z0']['max']:.2g} |"]
+    for d, m in r["by_distance_from_end"].items():
+        out.append(f"| one action's numbers doubled, {d} from the end | {m['median']:.2g} | {m['max']:.2g} |")
+    t = r["translation_norm"]
+    out += ["", f"Translation lengths |d| (the state has unit norm): 10th percentile {t['p10']:.3g}, median "
+                f"{t['median']:.3g}, 90th percentile {t['p90']:.3g}."]
+    return out + [""]
+
+
 def seed_transfer_table(r) -> list[str]:
     """``bench/seed_transfer.py``: schedules transferred from similar training workloads, on the
     training tasks (each task's own networks left out of the library)."""
@@ -873,6 +889,7 @@ TABLES = (("ranking.json", ranking_table), ("probe_centring_design_space.json", 
           ("pair_errors.json", pair_errors_table),
           ("top_rerank.json", top_rerank_table),
           ("loop_tiles.json", loop_tiles_table),
+          ("rollout_memory.json", rollout_memory_table),
           ("adapt_sim.json", adapt_sim_table),
           ("seed_transfer.json", seed_transfer_table),
           ("search_knobs_blend_xeon_m167.json", captioned(search_knobs_table, "The blend task model in search "

@@ -71,7 +71,7 @@ def task_memory(z0, ints, numbers, lengths, weights: dict, cfg, rng) -> dict:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--data", default=str(ROOT / "data" / "dataset"))
+    p.add_argument("--data", default="data/dataset", help="a dataset root (its training tasks are read)")
     p.add_argument("--traces", type=int, default=4, help="candidates per task")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--out", default="rollout_memory.json")
@@ -118,7 +118,7 @@ def main(argv=None) -> int:
         print(f"an action {d:>2} from the end, numbers doubled: largest change of ẑ_T, median over tasks "
               f"{m['median']:.2g}, max {m['max']:.2g} ({m['tasks']} tasks)")
     write_result(a.out, {"benchmark": "rollout_memory", "date": today(), "machine": machine(), "data": a.data,
-                         "model_dir": str(default_model_dir()), **out,
+                         **out,
                          "seconds": round(time.perf_counter() - start, 1)})
     return 0
 
