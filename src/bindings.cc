@@ -13,6 +13,7 @@
 #include "forest.h"
 #include "sequence.h"
 #include "trace_structure.h"
+#include "loop_tiles.h"
 #include "vector_alignment.h"
 #include "transition.h"
 #include "version.h"
@@ -266,6 +267,10 @@ py::array_t<float> ComputeLocationsPy(const py::array& ints, const py::array& nu
   return PerTraceStats(ints, nums, lengths, cwm::NumComputeLocations(), cwm::ComputeLocations);
 }
 
+py::array_t<float> LoopTilesPy(const py::array& ints, const py::array& nums, const py::array& lengths) {
+  return PerTraceStats(ints, nums, lengths, cwm::NumLoopTiles(), cwm::LoopTiles);
+}
+
 // The ranker's trees (forest.h); predict releases the GIL.
 class ForestPy {
  public:
@@ -329,6 +334,8 @@ PYBIND11_MODULE(_native, m) {
         "Vector-register fill of action sequences (twin of cwm.model.vector_alignment.vector_alignment)");
   m.def("compute_locations", &ComputeLocationsPy, py::arg("ints"), py::arg("numbers"), py::arg("lengths"),
         "Compute-at locations of action sequences (twin of cwm.model.compute_locations.compute_locations)");
+  m.def("loop_tiles", &LoopTilesPy, py::arg("ints"), py::arg("numbers"), py::arg("lengths"),
+        "Tile factors of each loop of the tiled nest (twin of cwm.model.loop_tiles.loop_tiles)");
   py::class_<ForestPy>(m, "Forest")
       .def(py::init<py::bytes>(), py::arg("model_json"), "an XGBoost gbtree model as JSON bytes (save_raw('json'))")
       .def("predict", &ForestPy::Predict, py::arg("rows"), py::arg("num_threads") = 1,

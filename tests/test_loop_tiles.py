@@ -4,6 +4,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 
 def _trace(spatial, reduction):
@@ -42,3 +43,51 @@ def test_two_loops_trading_factor_lists_get_different_columns_and_an_untiled_tra
     cols = loop_tiles(fb.ints, fb.numbers, fb.lengths)
     assert not np.array_equal(cols[0], cols[1])
     assert (cols[2] == ABSENT).all()  # reductions alone are no tiled nest
+
+
+def test_native_twin_identical(trace_records):
+    """Exactly equal: both take libm's double log2 of the float32 factor and add left to right."""
+    from cwm import native
+    from cwm.actions import featurize_batch
+    from cwm.model.loop_tiles import NAMES, loop_tiles
+    from tests.test_actions import HANDMADE
+
+    fb = featurize_batch([r["trace"] for r in trace_records] + [json.dumps(HANDMADE), "[[], []]",
+                                                                _trace([[1, 3, 5, 7], [2, 2, 2, 16]], [[4, 32]])])
+    ref = loop_tiles(fb.ints, fb.numbers, fb.lengths)
+    nat = native.loop_tiles(fb)
+    assert nat.shape == ref.shape == (len(trace_records) + 3, len(NAMES)) and nat.dtype == np.float32
+    assert np.array_equal(nat, ref)
+    assert len(np.unique(ref[:, 1])) > 1  # real candidates tile their innermost loop differently
+    with pytest.raises(ValueError, match="lengths must have shape"):
+        native.load().loop_tiles(fb.ints, fb.numbers, fb.lengths[:-1])
+
+
+def _model_with_loop_tiles(directory, workload_mods, trace_records):
+    """The fixture model with the loop tiles (``"loop_tiles": true``)."""
+    from tests.test_vector_alignment import flagged_fixture_model
+
+    return flagged_fixture_model("loop_tiles", directory, workload_mods, trace_records)
+
+
+def test_a_model_with_the_loop_tiles_saves_loads_and_scores(workload_mods, trace_records, tmp_path):
+    from cwm.model.loop_tiles import NAMES
+    from cwm.model.world_model import feature_names
+
+    model = _model_with_loop_tiles(tmp_path / "model", workload_mods, trace_records)
+    manifest = json.loads((tmp_path / "model" / "manifest.json").read_text())
+    assert model.columns == ("loop_tiles",) and manifest["loop_tiles"] is True
+    assert manifest["feature_names"] == feature_names(model.tcfg.dim, True, False, ("loop_tiles",))
+    assert manifest["feature_names"][-5 - len(NAMES):-5] == list(NAMES)  # before the hardware features
+
+
+def test_a_non_boolean_flag_is_refused(tmp_path):
+    from tests.test_vector_alignment import assert_python_refuses_the_flag
+
+    assert_python_refuses_the_flag("loop_tiles", tmp_path)
+
+
+def test_cli_matches_python_on_a_model_with_the_loop_tiles(workload_mods, trace_records, tmp_path):
+    from tests.test_vector_alignment import assert_cli_scores_the_flagged_model
+
+    assert_cli_scores_the_flagged_model(_model_with_loop_tiles, "loop_tiles", workload_mods, trace_records, tmp_path)

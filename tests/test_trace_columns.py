@@ -14,14 +14,15 @@ from tests.test_actions import HANDMADE
 
 
 def test_families_come_in_row_order_and_unknown_ones_are_refused():
-    assert trace_columns.ordered(["compute_locations", "vector_alignment"]) == trace_columns.FAMILIES
+    assert trace_columns.ordered(["loop_tiles", "compute_locations", "vector_alignment"]) == trace_columns.FAMILIES
+    assert trace_columns.ordered(["compute_locations", "vector_alignment"]) == ("vector_alignment", "compute_locations")
     assert trace_columns.ordered([]) == ()
     with pytest.raises(ValueError, match="unknown trace-column family 'vector_fill'"):
         trace_columns.ordered(["vector_fill"])
-    from cwm.model import compute_locations, vector_alignment
+    from cwm.model import compute_locations, loop_tiles, vector_alignment
 
-    assert trace_columns.names(["compute_locations", "vector_alignment"]) == [*vector_alignment.NAMES,
-                                                                               *compute_locations.NAMES]
+    assert trace_columns.names(["loop_tiles", "compute_locations", "vector_alignment"]) == [
+        *vector_alignment.NAMES, *compute_locations.NAMES, *loop_tiles.NAMES]
 
 
 def test_every_family_has_a_native_twin_identical_to_its_spec(trace_records):
@@ -66,10 +67,12 @@ def test_refit_ranker_turns_families_on_and_off(tiny_model_dir, tiny_dataset, tm
     refit = tool("refit_ranker")
     model = tmp_path / "model"
     shutil.copytree(tiny_model_dir, model)
-    both = [str(model), "--data", str(tiny_dataset), "--vector-alignment", "true", "--compute-locations", "true"]
-    assert refit.main(both) == 0
+    every = [str(model), "--data", str(tiny_dataset), "--vector-alignment", "true", "--compute-locations", "true",
+             "--loop-tiles", "true"]
+    assert refit.main(every) == 0
     assert WorldModel.load(model).columns == trace_columns.FAMILIES
-    assert refit.main([str(model), "--data", str(tiny_dataset), "--vector-alignment", "false"]) == 0
+    assert refit.main([str(model), "--data", str(tiny_dataset), "--vector-alignment", "false",
+                       "--loop-tiles", "false"]) == 0
     assert WorldModel.load(model).columns == ("compute_locations",)
     manifest = json.loads((model / "manifest.json").read_text())
     assert "vector_alignment" not in manifest and "compute_locations" in manifest["ranker_refit"]["features"]

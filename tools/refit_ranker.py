@@ -14,7 +14,7 @@ manifest records the roots and their hash under ``ranker_refit``.
 
     python tools/refit_ranker.py python/cwm/default_model [--data data/dataset] [--grades 16 --exp-gain false]
         [--objective rank:pairwise] [--pair-top-k all] [--parallel-trees 4] [--ranker-seed 0] [--extra-data data/dataset_breadth]
-        [--vector-alignment true] [--compute-locations true]
+        [--vector-alignment true] [--compute-locations true] [--loop-tiles true]
 """
 from __future__ import annotations
 

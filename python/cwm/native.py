@@ -119,6 +119,11 @@ def compute_locations(fb) -> np.ndarray:
     return load().compute_locations(*_action_arrays(fb))
 
 
+def loop_tiles(fb) -> np.ndarray:
+    """Native twin of :func:`cwm.model.loop_tiles.loop_tiles` for a :class:`FeatureBatch`."""
+    return load().loop_tiles(*_action_arrays(fb))
+
+
 def sequence_stats(fb) -> np.ndarray:
     """Native twin of :func:`cwm.model.action_stats.sequence_stats` for a :class:`FeatureBatch`."""
     return load().sequence_stats(*_action_arrays(fb))

@@ -7,7 +7,8 @@ family's name (the spec), and a native twin of the same name in :mod:`cwm.native
 runs; parity-tested). The C++ scorer reads the same flags (``src/scorer/trace_columns.cc``).
 
 * ``vector_alignment``: the vector-register fill (docs/decisions.md §66);
-* ``compute_locations``: each sampled compute-at location in trace order (§67).
+* ``compute_locations``: each sampled compute-at location in trace order (§67);
+* ``loop_tiles``: which loop of the tiled nest gets which tile factors (§95).
 
 Adding a family: its module, its native twin, an entry here and in ``src/scorer/trace_columns.cc``.
 """
@@ -17,7 +18,7 @@ from importlib import import_module
 
 import numpy as np
 
-FAMILIES = ("vector_alignment", "compute_locations")
+FAMILIES = ("vector_alignment", "compute_locations", "loop_tiles")
 
 
 def _module(family: str):
