@@ -68,13 +68,14 @@ def fit_on(cfg, rows: dict, keys: list[str]):
 
 
 def fold_priors(model, union, networks: set[str], work_root: Path, extra_root: str | None = None,
-                rows_and_folds: tuple[dict, dict] | None = None) -> dict:
+                rows_and_folds: tuple[dict, dict] | None = None, tag: str = "") -> dict:
     """``network -> Ranker`` fitted without any task of that network (module docstring); with
     ``extra_root``, also on that root's tasks (:func:`training_rows`), those of the left-out
-    network left out too. ``rows_and_folds``: :func:`training_rows`'s, when already computed."""
+    network left out too. ``rows_and_folds``: :func:`training_rows`'s, when already computed;
+    ``tag``: added to the cached files' names (a model whose rows differ from the shipped one's)."""
     from cwm.model.ranker import Ranker
 
-    tag = f"+{Path(extra_root).name}" if extra_root else ""
+    tag = (f"+{Path(extra_root).name}" if extra_root else "") + tag
     paths = {n: work_root / f"ranker_without_{n}{tag}.json" for n in networks}
     missing = sorted(n for n in networks if not paths[n].exists())
     if missing:

@@ -10,10 +10,13 @@ arm is the baseline. An arm is written ``base`` (nothing changed) or ``key=value
 ``kind`` and ``half_weight_at``, decision 90) or ``ranker_data`` (a dataset root whose tasks the
 fold rankers are fitted on too, as groups of their own: ``bench/dagger_collect.py``'s CWM-guided
 searches, decision 83) or ``pessimism`` (the prior is the fold's ensemble of bootstrap rankers
-scored as its mean less ``k`` times its spread, decision 85)::
+scored as its mean less ``k`` times its spread, decision 85) or ``add_columns`` (trace-column
+families, ``/``-joined, that the prior's rows take beside the shipped model's, its fold rankers
+fitted on those rows: decision 95)::
 
     --arms base,num_trials_per_iter=8,genetic_num_iters=4
     --arms base,ranker_data=dataset_dagger_xeon
+    --arms base,add_columns=loop_tiles
 
 The prior must not have seen the task: for every network of the chosen tasks the shipped model's
 ranker is refitted (its own config, :func:`cwm.model.train.fit_ranker`'s rows) on the training
@@ -83,11 +86,11 @@ def parse_arm(arm: str) -> tuple[dict, dict]:
         key, sep, value = pair.partition("=")
         if not sep:
             raise SystemExit(f"arm {arm!r}: {pair!r} is not key=value")
-        if key in ("ranker_data", "pessimism"):
-            continue  # the prior (:func:`ranker_data_of`, :func:`pessimism_of`), not a search setting
+        if key in ("ranker_data", "pessimism", "add_columns"):
+            continue  # the prior (:func:`ranker_data_of`, :func:`pessimism_of`, :func:`columns_of`)
         if key not in fields and key not in adapt_fields:
             raise SystemExit(f"arm {arm!r}: unknown key {key!r}; a FastSettings or AdaptConfig field "
-                             "(but seed), ranker_data or pessimism")
+                             "(but seed), ranker_data, pessimism or add_columns")
         into, declared = (overrides, fields[key]) if key in fields else (adapt, adapt_fields[key])
         kind = {"int": int, "float": float, "str": str}.get(str(declared))
         if kind is None:
@@ -115,6 +118,24 @@ def ranker_data_of(arm: str) -> str | None:
     if not (path / "manifest.json").exists():
         raise SystemExit(f"arm {arm!r}: no dataset root at {value!r} (nor {path})")
     return str(path)
+
+
+def columns_of(arm: str, shipped=()) -> tuple[str, ...]:
+    """The trace-column families of an arm's prior: the shipped model's (``shipped``) and those its
+    ``add_columns=<family>/<family>`` names, in row order; an unknown family, or ``add_columns``
+    beside ``ranker_data`` or ``pessimism``, is a clear error."""
+    from cwm.model import trace_columns
+
+    pairs = arm_pairs(arm)
+    if "add_columns" not in pairs:
+        return tuple(shipped)
+    if "ranker_data" in pairs or "pessimism" in pairs:
+        raise SystemExit(f"arm {arm!r}: add_columns fits its own fold rankers on the shipped roots; "
+                         "drop ranker_data and pessimism")
+    try:
+        return trace_columns.ordered([*shipped, *pairs["add_columns"].split("/")])
+    except ValueError as error:
+        raise SystemExit(f"arm {arm!r}: {error}") from None
 
 
 def pessimism_of(arm: str) -> float | None:
@@ -171,16 +192,23 @@ def _run_arms(loader, union, library, arms, search_of, seeds, n_tasks, work_root
     if not todo:
         return runs.rows
     model = WorldModel.load(default_model_dir())
-    rankers = {data: fold_priors(model, union, {fold[t["key"]] for _, t, a in todo if ranker_data_of(a) == data},
-                                 work_root, data)
-               for data in {ranker_data_of(a) for _, _, a in todo if pessimism_of(a) is None}}
+    # a prior with other trace columns is its own model (its rows, references and fold rankers)
+    models = {cols: model if cols == model.columns else _with_columns(WorldModel.load(default_model_dir()), cols)
+              for cols in {columns_of(a, model.columns) for _, _, a in todo}}
+    rankers = {(data, cols): fold_priors(models[cols], union,
+                                         {fold[t["key"]] for _, t, a in todo
+                                          if (ranker_data_of(a), columns_of(a, model.columns)) == (data, cols)},
+                                         work_root, data, tag=_columns_tag(cols, model.columns))
+               for data, cols in {(ranker_data_of(a), columns_of(a, model.columns))
+                                  for _, _, a in todo if pessimism_of(a) is None}}
     pessimistic = {fold[t["key"]] for _, t, a in todo if pessimism_of(a) is not None}
     ensembles = bootstrap_rankers(model, lambda: training_rows(model, union), pessimistic, ENSEMBLE_DRAWS,
                                   work_root) if pessimistic else {}
     for i, (seed, task, arm) in enumerate(todo):
         settings, adapt = search_of(arm)
-        prior, k = copy.copy(model), pessimism_of(arm)
-        prior.ranker = (rankers[ranker_data_of(arm)][fold[task["key"]]] if k is None
+        cols, k = columns_of(arm, model.columns), pessimism_of(arm)
+        prior = copy.copy(models[cols])
+        prior.ranker = (rankers[(ranker_data_of(arm), cols)][fold[task["key"]]] if k is None
                         else PessimisticRanker(ensembles[fold[task["key"]]], k, anchored=True))
         prior.sequence_head = None
         stats = {}
@@ -198,6 +226,17 @@ def _run_arms(loader, union, library, arms, search_of, seeds, n_tasks, work_root
                      "seeds": stats, "machine": host, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S")})
         log(f"[{i + 1}/{len(todo)}] seed {seed} {task['name'][:40]:40s} {field} {arm} best {best} us")
     return runs.rows
+
+
+def _with_columns(model, columns):
+    model.columns = columns
+    return model
+
+
+def _columns_tag(columns, shipped) -> str:
+    """The fold rankers' file tag of a prior with ``columns`` beyond the ``shipped`` ones."""
+    extra = [c for c in columns if c not in shipped]
+    return "+" + "+".join(extra) if extra else ""
 
 
 def task_bootstrap(per_task: list[list[float]], draws: int = 2000, seed: int = 0) -> list[float] | None:
@@ -311,6 +350,7 @@ def main(argv=None) -> int:
         knob_search(arm)  # a typo or an invalid setting fails before any fold is fitted
         ranker_data_of(arm)
         pessimism_of(arm)
+        columns_of(arm)
     return run_and_write(args, arms, knob_search, "arm", summary, args.out)
 
 

@@ -45,6 +45,21 @@ def test_ranker_data_names_an_existing_root_and_is_not_a_search_setting(tmp_path
     assert ranker_data_of(f"num_trials_per_iter=8+ranker_data={tmp_path}") == str(tmp_path)
 
 
+def test_add_columns_gives_the_prior_more_trace_columns_and_is_not_a_search_setting():
+    from search_knobs import _columns_tag, columns_of, parse_arm
+
+    shipped = ("compute_locations",)
+    assert columns_of("base", shipped) == shipped and columns_of("temperature=1.0", shipped) == shipped
+    cols = columns_of("add_columns=loop_tiles+temperature=1.0", shipped)
+    assert cols == ("compute_locations", "loop_tiles") and _columns_tag(cols, shipped) == "+loop_tiles"
+    assert columns_of("add_columns=loop_tiles/vector_alignment", shipped)[0] == "vector_alignment"  # row order
+    assert parse_arm("add_columns=loop_tiles+temperature=1.0") == ({}, {"temperature": 1.0})
+    with pytest.raises(SystemExit, match="unknown trace-column family"):
+        columns_of("add_columns=loop_tile", shipped)
+    with pytest.raises(SystemExit, match="drop ranker_data and pessimism"):
+        columns_of("add_columns=loop_tiles+pessimism=1", shipped)
+
+
 def test_a_fold_ranker_sees_no_task_of_its_network_in_any_root():
     from fold_rankers import fitted_keys
 
