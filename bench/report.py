@@ -892,6 +892,11 @@ TABLES = (("ranking.json", ranking_table), ("probe_centring_design_space.json", 
           ("rollout_memory.json", rollout_memory_table),
           ("adapt_sim.json", adapt_sim_table),
           ("seed_transfer.json", seed_transfer_table),
+          ("search_knobs_loop_tiles_xeon_m167.json", captioned(search_knobs_table, "The loop tiles in search "
+                                                                "(decision 97: `add_columns=loop_tiles`, the fold "
+                                                                "rankers fitted with decision 95's columns), beside "
+                                                                "`temperature=1.0000000`, a replica of the shipped "
+                                                                "search run interleaved with it")),
           ("search_knobs_blend_xeon_m167.json", captioned(search_knobs_table, "The blend task model in search "
                                                            "(decision 90: `kind=blend+half_weight_at=64`, a "
                                                            "regression of -log latency on the task's measurements "
