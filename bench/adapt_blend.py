@@ -85,16 +85,11 @@ def main(argv=None) -> int:
 
     from cwm.model import default_model_dir
     from cwm.model.world_model import WorldModel
-    from within_task import zoo_tasks_and_priors
+    from within_task import zoo_tasks_with_margins
 
     start = time.perf_counter()
     model = WorldModel.load(default_model_dir())
-    roots, _, rows, _, priors, zoo = zoo_tasks_and_priors(model, a.work_root)
-    tasks = {}
-    for key, net in sorted(zoo.items()):
-        x, lat = rows[key]
-        if np.isfinite(lat).sum() >= 2:
-            tasks[key] = (x, lat, np.asarray(priors[net].predict(x), np.float64))
+    roots, tasks, _, _ = zoo_tasks_with_margins(model, a.work_root)
     log(f"{len(tasks)} tasks, pools of {int(np.median([len(t[1]) for t in tasks.values()]))} candidates (median)")
     curves = curves_of(tasks, a.per_round, a.rounds)
     out = summary(curves, a.per_round)

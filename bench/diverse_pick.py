@@ -118,17 +118,12 @@ def main(argv=None) -> int:
     from adapt_blend import summary
     from cwm.model import default_model_dir
     from cwm.model.world_model import WorldModel, feature_names
-    from within_task import zoo_tasks_and_priors
+    from within_task import zoo_tasks_with_margins
 
     start = time.perf_counter()
     model = WorldModel.load(default_model_dir())
     names = feature_names(model.tcfg.dim, model.structure, bool(model.centring), model.columns)
-    roots, _, rows, _, priors, zoo = zoo_tasks_and_priors(model, a.work_root)
-    tasks = {}
-    for key, net in sorted(zoo.items()):
-        x, lat = rows[key]
-        if np.isfinite(lat).sum() >= 2:
-            tasks[key] = (x, lat, np.asarray(priors[net].predict(x), np.float64))
+    roots, tasks, _, _ = zoo_tasks_with_margins(model, a.work_root)
     pools = [len(t[1]) for t in tasks.values()]
     tilings = [len(set(tiling_keys(t[0], names))) for t in tasks.values()]
     log(f"{len(tasks)} tasks, pools of {int(np.median(pools))} candidates and {int(np.median(tilings))} "

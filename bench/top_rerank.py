@@ -170,17 +170,14 @@ def main(argv=None) -> int:
     p.add_argument("--out", default="top_rerank.json")
     a = p.parse_args(argv)
 
-    import numpy as np
-
     from cwm.model import default_model_dir
     from cwm.model.world_model import WorldModel
-    from within_task import zoo_tasks_and_priors
+    from within_task import zoo_tasks_with_margins
 
     start = time.perf_counter()
     model = WorldModel.load(default_model_dir())
-    roots, _, rows, folds, priors, zoo = zoo_tasks_and_priors(model, a.work_root)
-    tasks = {key: (rows[key][0], rows[key][1], net, np.asarray(priors[net].predict(rows[key][0]), np.float64))
-             for key, net in sorted(zoo.items()) if np.isfinite(rows[key][1]).sum() >= 2}
+    roots, with_margins, folds, zoo = zoo_tasks_with_margins(model, a.work_root)
+    tasks = {key: (x, lat, zoo[key], prior) for key, (x, lat, prior) in with_margins.items()}
     log(f"{len(tasks)} tasks in {len(folds)} network folds")
     out = summary(run(tasks, folds, model.ranker.cfg))
     for name, m in out.items():

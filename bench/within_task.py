@@ -150,6 +150,18 @@ def zoo_tasks_and_priors(model, work_root: Path):
     return roots, union, rows, folds, priors, {k: net for net, keys in folds.items() for k in keys}
 
 
+def zoo_tasks_with_margins(model, work_root: Path):
+    """``(roots, tasks, folds, zoo)`` of :func:`zoo_tasks_and_priors`, with ``tasks``: key ->
+    ``(ranker rows, latencies, its network's fold prior's margins)`` of every zoo training task
+    with at least two valid latencies (what the replay benches rank)."""
+    import numpy as np
+
+    roots, _, rows, folds, priors, zoo = zoo_tasks_and_priors(model, work_root)
+    tasks = {key: (rows[key][0], rows[key][1], np.asarray(priors[net].predict(rows[key][0]), np.float64))
+             for key, net in sorted(zoo.items()) if np.isfinite(rows[key][1]).sum() >= 2}
+    return roots, tasks, folds, zoo
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seed", type=int, default=0)
