@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
 from common import log, machine, today, write_result  # noqa: E402
+from within_task import fold_ranker_arguments  # noqa: E402
 
 BASELINE = "top by margin (shipped)"
 #: name -> (cap, scope); None: the shipped pick
@@ -108,9 +109,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--per-round", type=int, default=16)
     p.add_argument("--rounds", type=int, default=4)
-    p.add_argument("--work-root", type=Path, default=ROOT / "work_dirs" / "search_knobs",
-                   help="where the fold rankers are cached (the search benches' by default)")
-    p.add_argument("--out", default="diverse_pick.json")
+    fold_ranker_arguments(p, "diverse_pick.json")
     a = p.parse_args(argv)
 
     import numpy as np

@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
 from common import log, machine, today, write_result  # noqa: E402
+from within_task import fold_ranker_arguments  # noqa: E402
 
 BASELINE, VARIANT = "fold ranker (shipped rows)", "fold ranker, + loop tiles"
 
@@ -99,10 +100,8 @@ def paired(a: list[float], b: list[float], draws: int = 2000, seed: int = 0) -> 
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--work-root", type=Path, default=ROOT / "work_dirs" / "search_knobs",
-                   help="where the fold rankers are cached (the search benches' by default)")
     p.add_argument("--check-swap", action="store_true")
-    p.add_argument("--out", default="loop_tiles.json")
+    fold_ranker_arguments(p, "loop_tiles.json")
     a = p.parse_args(argv)
 
     import numpy as np

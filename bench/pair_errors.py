@@ -32,6 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
 from common import log, machine, today, write_result  # noqa: E402
+from within_task import fold_ranker_arguments  # noqa: E402
 
 CLASSES = ("tiling", "compute_at", "unroll", "parallel_vectorize")
 #: the pairs are also reported by how far apart their latencies are
@@ -99,9 +100,7 @@ def summary(by_task: dict[str, list[tuple[str, bool, float]]]) -> dict:
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--min-ratio", type=float, default=1.1)
-    p.add_argument("--work-root", type=Path, default=ROOT / "work_dirs" / "search_knobs",
-                   help="where the fold rankers are cached (the search benches' by default)")
-    p.add_argument("--out", default="pair_errors.json")
+    fold_ranker_arguments(p, "pair_errors.json")
     a = p.parse_args(argv)
 
     import numpy as np

@@ -36,6 +36,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
 from common import log, machine, today, write_result  # noqa: E402
+from within_task import fold_ranker_arguments  # noqa: E402
 
 PRIOR = "prior (shipped)"
 #: name -> (k, second stage reads the prior's margin, how the stages combine)
@@ -165,9 +166,7 @@ def summary(results: dict, draws: int = 2000, seed: int = 0) -> dict:
 
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--work-root", type=Path, default=ROOT / "work_dirs" / "search_knobs",
-                   help="where the fold rankers are cached (the search benches' by default)")
-    p.add_argument("--out", default="top_rerank.json")
+    fold_ranker_arguments(p, "top_rerank.json")
     a = p.parse_args(argv)
 
     from cwm.model import default_model_dir

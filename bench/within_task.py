@@ -162,15 +162,21 @@ def zoo_tasks_with_margins(model, work_root: Path):
     return roots, tasks, folds, zoo
 
 
+def fold_ranker_arguments(parser, out: str) -> None:
+    """The fold-ranker benches' ``--work-root`` (where the search benches' fold rankers are cached)
+    and ``--out`` (the result's name under ``bench/results``)."""
+    parser.add_argument("--work-root", type=Path, default=Path(HERE).parent / "work_dirs" / "search_knobs",
+                        help="where the fold rankers are cached (the search benches' by default)")
+    parser.add_argument("--out", default=out)
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--work-root", type=Path, default=Path("work_dirs/search_knobs"),
-                   help="where the fold rankers are cached (the search benches' by default)")
     p.add_argument("--store", action="store_true",
                    help="also the pooled per-store features of each candidate's real final program (a replay; "
                         "the probe's snapshot), alone and beside the ranker's rows")
-    p.add_argument("--out", default="within_task.json")
+    fold_ranker_arguments(p, "within_task.json")
     a = p.parse_args(argv)
 
     import numpy as np
