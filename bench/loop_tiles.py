@@ -1,9 +1,9 @@
 """Does the ranker gain from knowing which loop gets which tile factors (``cwm.model.loop_tiles``)?
 Leave one network out on the training tasks (issue #12; docs/decisions.md §95).
 
-The rollout adds an action's operand and its numbers apart, so two candidates whose splits trade
-factor lists roll out to the same state, and the trace-structure columns keep only per-level sums
-and the last loop's innermost tile: the ranker's row cannot say which loop is tiled how. This fits
+The shipped rollout forgets the numbers of all but its last few actions (decision 96), so two
+candidates whose splits trade factor lists roll out to the same state, and the trace-structure
+columns keep only per-level sums and the last loop's innermost tile: the ranker's row cannot say which loop is tiled how. This fits
 the search benches' fold rankers again (the shipped ranker config and seed, every training task of
 the shipped roots but the network's, the breadth workloads included) with the
 :mod:`cwm.model.loop_tiles` columns appended to the rows (uncentred), and compares them on each zoo

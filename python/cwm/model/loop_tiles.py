@@ -2,9 +2,8 @@
 (NumPy; the spec of any native path).
 
 :mod:`cwm.model.trace_structure` sums each tile level over the loops and keeps the last loop's
-innermost tile; the rollout's translations add an action's operand and its numbers apart, so it
-too is blind to which loop a factor list belongs to (docs/decisions.md §95: two candidates whose
-splits trade factor lists roll out to the same state). On a CPU the loop matters: the innermost
+innermost tile, and the shipped rollout forgets the numbers of all but its last few actions
+(docs/decisions.md §96), so two candidates whose splits trade factor lists get the same row (§95). On a CPU the loop matters: the innermost
 tile of the contiguous loop is the vector width, that of the next loop the rows of the register
 block. These columns state, for the last :data:`LOOPS` spatial loops of the tiled nest (counted
 from the innermost, the contiguous one, so that the same column means the same role across
