@@ -3,14 +3,15 @@ Leave one network out on the training tasks (issue #12; docs/decisions.md §95).
 
 The shipped rollout forgets the numbers of all but its last few actions (decision 96), so two
 candidates whose splits trade factor lists roll out to the same state, and the trace-structure
-columns keep only per-level sums and the last loop's innermost tile: the ranker's row cannot say which loop is tiled how. This fits
-the search benches' fold rankers again (the shipped ranker config and seed, every training task of
-the shipped roots but the network's, the breadth workloads included) with the
-:mod:`cwm.model.loop_tiles` columns appended to the rows (uncentred), and compares them on each zoo
-training task with the same fit without them (the cached fold rankers' fit, refitted in the run): pairwise
-accuracy, per-task top-1 (best ÷ pick) and the best found among the first 16 / 32 / 48 / 64 of the
-order, with paired 95 % intervals (tasks resampled). With ``--check-swap``, it first shows on one
-trace per zoo task that swapping two spatial splits' factor lists leaves the rollout unchanged.
+columns keep only per-level sums and the last loop's innermost tile: the ranker's row cannot say
+which loop is tiled how. This fits the search benches' fold rankers again (the shipped ranker
+config and seed, every training task of the shipped roots but the network's, the breadth
+workloads included) with the :mod:`cwm.model.loop_tiles` columns appended to the rows
+(uncentred), and compares them on each zoo training task with the same fit without them (the
+cached fold rankers' fit, refitted in the run): pairwise accuracy, per-task top-1 (best ÷ pick)
+and the best found among the first 16 / 32 / 48 / 64 of the order, with paired 95 % intervals
+(tasks resampled; :func:`top_rerank.summary`). With ``--check-swap``, it first shows on one trace
+per zoo task that swapping two spatial splits' factor lists leaves the rollout unchanged.
 
     PYTHONPATH=python .venv/bin/python bench/loop_tiles.py
 """
@@ -81,23 +82,6 @@ def swap_check(model, union, by_task: dict, keys: list[str]) -> dict:
             "traces_with_identical_rows": int(sum(c == 0 for c in columns_changed))}
 
 
-def task_metrics(lat, score) -> dict:
-    import numpy as np
-
-    from top_rerank import task_metrics as metrics
-
-    return metrics(np.asarray(lat, np.float64), np.asarray(score, np.float64))
-
-
-def paired(a: list[float], b: list[float], draws: int = 2000, seed: int = 0) -> list[float]:
-    """Mean of ``a - b`` and its 95 % bootstrap interval (pairs resampled)."""
-    import numpy as np
-
-    d = np.asarray(a, np.float64) - np.asarray(b, np.float64)
-    boot = d[np.random.default_rng(seed).integers(0, len(d), (draws, len(d)))].mean(1)
-    return [float(d.mean()), *map(float, np.percentile(boot, [2.5, 97.5]))]
-
-
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--check-swap", action="store_true")
@@ -112,7 +96,7 @@ def main(argv=None) -> int:
     from cwm.model.train import _training_trajectories
     from cwm.model.world_model import WorldModel
     from fold_rankers import fit_on, fitted_keys
-    from top_rerank import FOUND_AFTER
+    from top_rerank import FOUND_AFTER, summary, task_metrics
     from within_task import zoo_tasks_and_priors
 
     start = time.perf_counter()
@@ -139,29 +123,16 @@ def main(argv=None) -> int:
             results[BASELINE][key] = task_metrics(lat, base.predict(x))
             results[VARIANT][key] = task_metrics(lat, ranker.predict(wide[key][0]))
         log(f"{net}: fitted ({time.perf_counter() - start:.0f} s)")
-    keys = sorted(results[BASELINE])
-
-    def col(name, metric, i=None):
-        return [results[name][k][metric] if i is None else results[name][k][metric][i] for k in keys]
-
-    out = {}
-    for name in results:
-        m = {"pairwise": float(np.mean(col(name, "pairwise"))), "top1_task_mean": float(np.mean(col(name, "top1"))),
-             "top1_weighted": float(sum(col(name, "best")) / sum(col(name, "pick")))}
-        m |= {f"found_{n}": float(np.mean(col(name, "found", i))) for i, n in enumerate(FOUND_AFTER)}
-        if name != BASELINE:
-            m["vs_baseline_ci95"] = {"pairwise": paired(col(name, "pairwise"), col(BASELINE, "pairwise")),
-                                     "top1_task_mean": paired(col(name, "top1"), col(BASELINE, "top1"))}
-            m["vs_baseline_ci95"] |= {f"found_{n}": paired(col(name, "found", i), col(BASELINE, "found", i))
-                                      for i, n in enumerate(FOUND_AFTER)}
-        out[name] = m
+    out = summary(results, baseline=BASELINE, diff_key="vs_baseline_ci95")
+    for name, m in out.items():
         print(f"{name:<30} pairwise {m['pairwise']:.4f}  top-1 {m['top1_task_mean']:.3f} (weighted "
               f"{m['top1_weighted']:.3f})  found " + " ".join(f"{m[f'found_{n}']:.3f}" for n in FOUND_AFTER))
     d = out[VARIANT]["vs_baseline_ci95"]
     print("difference: " + "  ".join(f"{k} {v[0]:+.4f} [{v[1]:+.4f}, {v[2]:+.4f}]" for k, v in d.items()))
     write_result(a.out, {
-        "benchmark": "loop_tiles", "date": today(), "machine": machine(), "roots": roots, "tasks": len(keys),
-        "columns": list(NAMES), "swap_check": swap, "found_after": list(FOUND_AFTER), "by_ranker": out,
+        "benchmark": "loop_tiles", "date": today(), "machine": machine(), "roots": roots,
+        "tasks": len(results[BASELINE]), "columns": list(NAMES), "swap_check": swap,
+        "found_after": list(FOUND_AFTER), "by_ranker": out,
         "note": "fold rankers: the shipped ranker config and seed fitted on every training task of the shipped roots "
                 "but the network's (the search benches' fold rankers), with and without the loop-tile columns "
                 "appended (uncentred), both fitted in the run",

@@ -133,11 +133,14 @@ def run(tasks: dict, folds: dict, cfg, variants: dict = VARIANTS) -> dict[str, d
     return out
 
 
-def summary(results: dict, draws: int = 2000, seed: int = 0) -> dict:
-    """Per variant: the means of the metrics, and each one's paired difference from the prior."""
+def summary(results: dict, draws: int = 2000, seed: int = 0, baseline: str = PRIOR,
+            diff_key: str = "vs_prior_ci95") -> dict:
+    """Per variant of ``results`` (variant -> task -> :func:`task_metrics`): the means of the
+    metrics, and under ``diff_key`` each one's paired difference from ``baseline`` with its 95 %
+    interval (tasks resampled)."""
     import numpy as np
 
-    keys = sorted(results[PRIOR])
+    keys = sorted(results[baseline])
     idx = np.random.default_rng(seed).integers(0, len(keys), (draws, len(keys)))
 
     def table(name):
@@ -147,19 +150,19 @@ def summary(results: dict, draws: int = 2000, seed: int = 0) -> dict:
         cols |= {f"found_{n}": np.array([r[k]["found"][i] for k in keys]) for i, n in enumerate(FOUND_AFTER)}
         return cols
 
-    base = table(PRIOR)
+    base = table(baseline)
     out = {}
     for name in results:
         cols = table(name)
         r = results[name]
         m = {c: float(np.nanmean(v)) for c, v in cols.items()}
         m["top1_weighted"] = float(sum(r[k]["best"] for k in keys) / sum(r[k]["pick"] for k in keys))
-        if name != PRIOR:
-            m["vs_prior_ci95"] = {}
+        if name != baseline:
+            m[diff_key] = {}
             for c, v in cols.items():
                 d = v - base[c]
                 boot = np.nanmean(d[idx], 1)
-                m["vs_prior_ci95"][c] = [float(np.nanmean(d)), *map(float, np.percentile(boot, [2.5, 97.5]))]
+                m[diff_key][c] = [float(np.nanmean(d)), *map(float, np.percentile(boot, [2.5, 97.5]))]
         out[name] = m
     return out
 

@@ -213,7 +213,7 @@ def hidden_numpy(ints: np.ndarray, numbers: np.ndarray, weights: dict, cfg: Tran
 
 def params_numpy(hidden: np.ndarray, weights: dict, cfg: TransitionConfig) -> tuple[np.ndarray, np.ndarray]:
     """``(w, d)`` of :meth:`TransH.params_of_hidden` (unit normals, translations); NumPy reference."""
-    y = np.maximum(hidden, 0) @ weights["out_w"].T.astype(np.float64) + weights["out_b"].astype(np.float64)
+    y = np.maximum(hidden, 0) @ np.asarray(weights["out_w"], np.float64).T + np.asarray(weights["out_b"], np.float64)
     w_raw, d = y[..., :cfg.dim], y[..., cfg.dim:]
     return w_raw / np.maximum(np.linalg.norm(w_raw, axis=-1, keepdims=True), 1e-6), d
 
@@ -222,9 +222,10 @@ def rollout_numpy(z0: np.ndarray, ints: np.ndarray, numbers: np.ndarray, weights
                   return_all: bool = False) -> np.ndarray:
     """NumPy reference of :meth:`TransH.forward` (float64 inside) - the native core's spec."""
     kind, x = hidden_numpy(ints, numbers, weights, cfg)
+    out64 = {k: np.asarray(weights[k], np.float64) for k in ("out_w", "out_b")}  # once, not every step
 
     def params(hidden):
-        return params_numpy(hidden, weights, cfg)
+        return params_numpy(hidden, out64, cfg)
 
     if cfg.state_dependent:
         state_w = weights["state_w"].T.astype(np.float64)  # [dim, hidden]
