@@ -809,7 +809,12 @@ def captioned(render, caption: str):
 
 
 #: result file -> renderer, in README order
-TABLES = (("ranking.json", ranking_table), ("probe_centring_design_space.json", centring_table),
+TABLES = (("ranking.json", ranking_table),
+          ("ranking_v6_d78.json", captioned(ranking_table, "The previous shipped model (v6 before decision 98: no "
+                                             "loop-tile columns), every row in one run with the static-final "
+                                             "snapshot (decision 78, Intel Xeon model 207); kept for its "
+                                             "`static_final` row, which the run above left out")),
+          ("probe_centring_design_space.json", centring_table),
           ("probe_network_ranker_seeds_pt4.json", ranker_seeds_table),
           ("probe_network.json", probe_cv_table),
           ("probe_network_rank.json", rank_transition_table), ("probe_network_state_h256.json", state_transition_table),
@@ -821,6 +826,10 @@ TABLES = (("ranking.json", ranking_table), ("probe_centring_design_space.json", 
                                         "efficiency on 3 tasks (issue #12). The `xgb` runs (MetaSchedule's default, "
                                         "which reads no records) are those of `search_v6.json`, re-measured together "
                                         "with the new `cwm` and `xgb_pretrained` runs")),
+          ("search_v8_xeon_m167.json", captioned(search_table, "The shipped model with the loop-tile columns "
+                                                  "(decision 98: ranker and sequence head refitted), decision 91's "
+                                                  "command and tasks on the Intel Xeon model 167 host kind: every "
+                                                  "method tuned and re-measured there")),
           ("search_v7_xeon_m167.json", captioned(search_table, "The same model, command and tasks as "
                                                   "`search_v7_xeon.json` on the Intel Xeon model 167 host kind "
                                                   "(decision 91): every method tuned and re-measured there; the "
