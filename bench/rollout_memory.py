@@ -74,6 +74,9 @@ def main(argv=None) -> int:
     p.add_argument("--data", default="data/dataset", help="a dataset root (its training tasks are read)")
     p.add_argument("--traces", type=int, default=4, help="candidates per task")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--model", default=None,
+                   help="a model directory (default: the shipped model), e.g. a copy given a bounded transition "
+                        "by tools/refit_ranker.py --transition")
     p.add_argument("--out", default="rollout_memory.json")
     a = p.parse_args(argv)
 
@@ -86,7 +89,7 @@ def main(argv=None) -> int:
     from cwm.model.world_model import WorldModel
 
     start = time.perf_counter()
-    model = WorldModel.load(default_model_dir())
+    model = WorldModel.load(a.model or default_model_dir())
     weights, cfg = numpy_weights(model.transition), model.tcfg
     loader = DatasetLoader(a.data)
     rng = np.random.default_rng(a.seed)
@@ -118,7 +121,7 @@ def main(argv=None) -> int:
         print(f"an action {d:>2} from the end, numbers doubled: largest change of ẑ_T, median over tasks "
               f"{m['median']:.2g}, max {m['max']:.2g} ({m['tasks']} tasks)")
     write_result(a.out, {"benchmark": "rollout_memory", "date": today(), "machine": machine(), "data": a.data,
-                         **out,
+                         "model": a.model or "shipped", "transition": cfg.to_dict(), **out,
                          "seconds": round(time.perf_counter() - start, 1)})
     return 0
 

@@ -110,7 +110,13 @@ def main(argv=None) -> int:
                    help="action parameters also read the state (TransitionConfig.state_dependent)")
     p.add_argument("--hidden", type=int, default=None,
                    help="a fresh TransH with this hidden size instead of the shipped weights (experiment)")
-    p.add_argument("--out", default=None, help="default bench/results/transition_corpus[_state][_hN].json")
+    p.add_argument("--translation-bound", type=float, default=None, metavar="B",
+                   help="cap each translation's length at B (TransitionConfig.translation_bound; decision 96: "
+                        "the shipped transition's long translations erase the state)")
+    p.add_argument("--normalize-state", choices=("true", "false"), default=None,
+                   help="put each state back on the unit sphere (default: as the shipped transition)")
+    p.add_argument("--out", default=None,
+                   help="default bench/results/transition_corpus[_state][_hN][_bB][_unnormalized].json")
     p.add_argument("--save", default=None,
                    help="also write the trained TransH (transition.safetensors + transition.json, for "
                         "tools/refit_ranker.py --transition) and its decoder (decoder.safetensors) to this directory")
@@ -144,6 +150,8 @@ def main(argv=None) -> int:
         from cwm.model.transition import with_state_read
 
         base = with_state_read(base)  # S = 0: starts as the plain rollout
+    if args.translation_bound is not None or args.normalize_state is not None:
+        base = with_rollout_form(base, args.translation_bound, args.normalize_state)
     transition, tcfg = base, base.cfg
     transition.train()
     opt = torch.optim.Adam(list(transition.parameters()) + list(dec.net.parameters()), lr=3e-3)
@@ -177,16 +185,33 @@ def main(argv=None) -> int:
     zoo = zoo_ranking(model, transition, dec, tcfg, args)
     name = "transition_corpus" + ("_state" if args.state_dependent else "")
     name += f"_h{args.hidden}" if args.hidden else ""
+    name += f"_b{args.translation_bound:g}" if args.translation_bound else ""
+    name += "_unnormalized" if not tcfg.normalize_state else ""
     out = args.out or str(ROOT / "bench" / "results" / f"{name}.json")
     write_json(out, {
         "benchmark": "transition_corpus", "state_dependent": bool(args.state_dependent),
-        "transition": {"hidden": tcfg.hidden, "dim": tcfg.dim, "init": "fresh" if args.hidden else "shipped"},
+        "transition": {"hidden": tcfg.hidden, "dim": tcfg.dim, "init": "fresh" if args.hidden else "shipped",
+                       "translation_bound": tcfg.translation_bound, "normalize_state": tcfg.normalize_state},
         "date": time.strftime("%Y-%m-%d"), "host": platform.machine(),
         "workloads": {"fit": len(fit), "heldout": len(held)},
         "trajectories": int(sum(len(t["store"]) for t in tasks)), "epochs": len(history), "loss": history,
         "decoder_error_before": before, "decoder_error_after": after, "by_family": by_family, "zoo": zoo,
         "seconds": round(time.perf_counter() - start, 1)})
     return 0
+
+
+def with_rollout_form(base, translation_bound: float | None, normalize_state: str | None):
+    """A TransH holding ``base``'s weights with its translations capped at ``translation_bound``
+    and/or its per-step normalisation set (``"true"``/``"false"``); ``None`` keeps ``base``'s."""
+    from dataclasses import replace
+
+    from cwm.model.transition import TransH
+
+    changes = {**({"translation_bound": translation_bound} if translation_bound is not None else {}),
+               **({"normalize_state": normalize_state == "true"} if normalize_state is not None else {})}
+    out = TransH(replace(base.cfg, **changes))
+    out.load_state_dict(base.state_dict())
+    return out
 
 
 def save_weights(out: Path, transition, dec, tcfg, args) -> None:

@@ -118,12 +118,12 @@ void LoadActionEmbedding(const py::dict& weights, int hash_buckets, int small_vo
 class TransitionCore {
  public:
   TransitionCore(py::dict weights, int dim, int hash_buckets, int small_vocab, bool normalize_state,
-                 bool state_dependent) {
+                 bool state_dependent, double translation_bound) {
     auto get = [&](const char* k) { return Weight(weights, k, "transition"); };
     LoadActionEmbedding(weights, hash_buckets, small_vocab, "transition", w_);
     F32 out_w = get("out_w");
     if (out_w.ndim() != 2) throw py::value_error("out_w must be 2-D");
-    w_.dim = dim, w_.normalize_state = normalize_state;
+    w_.dim = dim, w_.normalize_state = normalize_state, w_.translation_bound = translation_bound;
     py::ssize_t H = w_.hidden;
     w_.out_w = Flat(out_w, {2 * dim, H}, "out_w");
     w_.out_b = Flat(get("out_b"), {2 * dim}, "out_b");
@@ -314,9 +314,9 @@ PYBIND11_MODULE(_native, m) {
   m.def("featurize_batch", &FeaturizeBatch, py::arg("traces"), py::arg("num_threads") = 1,
         "Trace JSON texts -> (ints[B,T,C] int32, numbers[B,T,N] float32, lengths[B], unknown[B])");
   py::class_<TransitionCore>(m, "TransitionCore")
-      .def(py::init<py::dict, int, int, int, bool, bool>(), py::arg("weights"), py::arg("dim"),
+      .def(py::init<py::dict, int, int, int, bool, bool, double>(), py::arg("weights"), py::arg("dim"),
            py::arg("hash_buckets"), py::arg("small_vocab"), py::arg("normalize_state"),
-           py::arg("state_dependent") = false)
+           py::arg("state_dependent") = false, py::arg("translation_bound") = 0.0)
       .def("rollout", &TransitionCore::Rollout, py::arg("z0"), py::arg("ints"), py::arg("numbers"),
            py::arg("all_states") = false, py::arg("num_threads") = 1,
            "z0 [B,D] f32, ints [B,T,14] i32, numbers [B,T,10] f32 -> z_T [B,D] (or all states [B,T+1,D])")

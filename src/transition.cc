@@ -65,7 +65,13 @@ void ParamsOfHidden(const TransitionWeights& W, const double* x, double* y, doub
   double norm = 0;
   for (int i = 0; i < D; ++i) norm += y[i] * y[i];
   norm = std::max(std::sqrt(norm), 1e-6);
-  for (int i = 0; i < D; ++i) wd[i] = y[i] / norm, wd[D + i] = y[D + i];
+  double scale = 1;
+  if (W.translation_bound > 0) {  // the translation's length capped at the bound
+    double dn = 0;
+    for (int i = 0; i < D; ++i) dn += y[D + i] * y[D + i];
+    scale = W.translation_bound / std::max(std::sqrt(dn), W.translation_bound);
+  }
+  for (int i = 0; i < D; ++i) wd[i] = y[i] / norm, wd[D + i] = y[D + i] * scale;
 }
 
 // z <- n(z - (w . z) w + d)
@@ -130,6 +136,7 @@ void Parallel(int n, int num_threads, F fn) {
 
 void TransitionWeights::Check() const {
   Expect(dim > 0 && hidden > 0 && hash_buckets > 0 && small_vocab > 0 && num_kinds > 0, "sizes must be positive");
+  Expect(std::isfinite(translation_bound) && translation_bound >= 0, "translation_bound must be finite and >= 0");
   Expect(kind.size() == static_cast<size_t>(num_kinds) * hidden, "kind must be [num_kinds, hidden]");
   Expect(hashed.size() == static_cast<size_t>(kHashColumns) * hash_buckets * hidden,
          "hashed must be [6, hash_buckets, hidden]");

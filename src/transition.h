@@ -14,6 +14,7 @@ struct TransitionWeights {
   int dim = 0, hidden = 0, hash_buckets = 0, small_vocab = 0, num_kinds = 0;
   bool normalize_state = true;
   bool state_dependent = false;
+  double translation_bound = 0;  // > 0: d <- d * b / max(b, |d|) (TransitionConfig.translation_bound)
   std::vector<float> kind;       // [num_kinds, hidden]
   std::vector<float> hashed;     // [6, hash_buckets, hidden]
   std::vector<float> small;      // [7, small_vocab, hidden]

@@ -42,11 +42,12 @@ def _actions(rng, b, t, lengths):
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("normalize", [True, False])
 @pytest.mark.parametrize("state_dependent", [False, True])
-def test_parity_random_shapes_padding_and_empty(seed, normalize, state_dependent):
+@pytest.mark.parametrize("bound", [0.0, 0.25])
+def test_parity_random_shapes_padding_and_empty(seed, normalize, state_dependent, bound):
     rng = np.random.default_rng(seed)
     cfg = TransitionConfig(dim=int(rng.integers(4, 40)), hidden=int(rng.integers(8, 64)),
                            hash_buckets=int(rng.integers(16, 300)), small_vocab=int(rng.integers(8, 40)),
-                           normalize_state=normalize, state_dependent=state_dependent)
+                           normalize_state=normalize, state_dependent=state_dependent, translation_bound=bound)
     w = _weights(cfg, rng)
     b, t = int(rng.integers(1, 12)), int(rng.integers(0, 30))
     lengths = rng.integers(0, t + 1, b) if t else np.zeros(b, int)
@@ -114,6 +115,8 @@ def test_bad_shapes_and_dtypes_raise_value_error():
         native.transition_core(dict(_weights(cfg, rng), state_w=np.zeros((8, 16))), reads_state)
     with pytest.raises(ValueError, match="does not read the state"):
         native.transition_core(_weights(reads_state, rng), cfg)
+    with pytest.raises(ValueError, match="translation_bound must be finite and >= 0"):
+        native.transition_core(_weights(cfg, rng), TransitionConfig(**{**cfg.to_dict(), "translation_bound": -1.0}))
 
 
 def test_state_read_starts_as_the_plain_rollout(trace_records):

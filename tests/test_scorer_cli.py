@@ -252,3 +252,27 @@ def test_cli_refuses_a_state_read_under_v4(tmp_path):
     proc = subprocess.run([str(CLI), str(bad), str(FIXTURE / "input.jsonl")], capture_output=True, text=True,
                           timeout=60)
     assert proc.returncode == 1 and "a v4 model cannot have transition.state_dependent = true" in proc.stderr
+
+
+def _bounded_model(directory: Path, bound: float):
+    """The fixture's model with its translations capped at ``bound`` (``transition.translation_bound``)."""
+    manifest = json.loads((FIXTURE / "model" / "manifest.json").read_text())
+    _with_manifest(FIXTURE / "model", directory, transition={**manifest["transition"], "translation_bound": bound})
+    from cwm.model.world_model import WorldModel
+
+    return WorldModel.load(directory)
+
+
+def test_a_translation_bound_is_read_back_and_changes_the_scores(workload_mods, model, tmp_path):
+    bounded = _bounded_model(tmp_path / "model", 0.05)
+    assert bounded.tcfg.translation_bound == 0.05
+    task = _lines(FIXTURE / "input.jsonl")[0]
+    mod = workload_mods[task["task"]]
+    got, free = bounded.score(mod, task["traces"], task["target"]), model.score(mod, task["traces"], task["target"])
+    assert got.shape == free.shape and np.abs(got - free).max() > 1e-3
+
+
+@needs_cli
+def test_cli_matches_python_on_a_bounded_transition(workload_mods, tmp_path):
+    bounded = _bounded_model(tmp_path / "model", 0.05)
+    assert_cli_matches_python(tmp_path / "model", bounded, workload_mods, tmp_path / "scores.jsonl")

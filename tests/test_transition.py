@@ -58,13 +58,14 @@ def test_w_is_unit_norm(batch):
     assert torch.allclose(w.norm(dim=-1), torch.ones(w.shape[:-1]), atol=1e-5)
 
 
-def test_params_numpy_are_the_torch_translations(batch):
+@pytest.mark.parametrize("bound", [0.0, 0.5])
+def test_params_numpy_are_the_torch_translations(batch, bound):
     import torch
 
     from cwm.model.transition import TransH, TransitionConfig, hidden_numpy, numpy_weights, params_numpy, tensors
 
     torch.manual_seed(1)
-    cfg = TransitionConfig(dim=16, hidden=32, hash_buckets=64)
+    cfg = TransitionConfig(dim=16, hidden=32, hash_buckets=64, translation_bound=bound)
     m = TransH(cfg).eval()
     with torch.no_grad():
         torch.nn.init.normal_(m.out.weight)  # the factory starts d at 0; give it length
@@ -74,3 +75,37 @@ def test_params_numpy_are_the_torch_translations(batch):
     assert kind.shape == batch.ints.shape[:2]
     # float32 torch against the float64 reference: agreement to float32 rounding of sums of ~20 terms
     assert np.abs(w - w_t.numpy()).max() < 1e-4 and np.abs(d - d_t.numpy()).max() < 1e-3
+
+
+def test_translation_bound_caps_each_translation_and_keeps_the_start(batch):
+    """With ``translation_bound`` every ``|d|`` is at most the bound (those shorter are untouched),
+    and the rolled-out state still depends on ``z_0``, which long translations erase (decision 96)."""
+    import torch
+
+    from cwm.model.transition import TransH, TransitionConfig, hidden_numpy, numpy_weights, params_numpy, rollout_numpy
+
+    torch.manual_seed(2)
+    free = TransitionConfig(dim=16, hidden=32, hash_buckets=64)
+    m = TransH(free).eval()
+    with torch.no_grad():
+        torch.nn.init.normal_(m.out.weight, std=3.0)  # long translations, as the shipped model has
+    weights = numpy_weights(m)
+    _, x = hidden_numpy(batch.ints, batch.numbers, weights, free)
+    _, d_free = params_numpy(x, weights, free)
+    bounded = TransitionConfig(**{**free.to_dict(), "translation_bound": 0.3})
+    _, d = params_numpy(x, weights, bounded)
+    n_free, n = np.linalg.norm(d_free, axis=-1), np.linalg.norm(d, axis=-1)
+    assert (n_free > 1).mean() > 0.5  # the case the bound is for
+    assert n.max() <= 0.3 * (1 + 1e-12)  # capped (float64 rounding of one division)
+    short = n_free <= 0.3
+    np.testing.assert_array_equal(d[short], d_free[short])  # shorter ones untouched, to the bit
+    rng = np.random.default_rng(0)
+    z0 = rng.normal(size=(len(batch.lengths), 16))
+    z0 /= np.linalg.norm(z0, axis=-1, keepdims=True)
+    other = np.roll(z0, 1, axis=0)
+    moved = {name: np.abs(rollout_numpy(z0, batch.ints, batch.numbers, weights, cfg)
+                          - rollout_numpy(other, batch.ints, batch.numbers, weights, cfg)).max(-1)
+             for name, cfg in (("free", free), ("bounded", bounded))}
+    # a long rollout under unit-scale translations forgets z_0 to rounding; capped ones keep it
+    # (a step keeps at least 1 / (1 + 0.3) of the state; the projections remove one direction each)
+    assert np.median(moved["free"]) < 1e-6 and np.median(moved["bounded"]) > 1e-3

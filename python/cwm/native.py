@@ -83,7 +83,7 @@ def transition_core(weights: dict, cfg):
     """A native TransH evaluator holding ``weights`` (from ``cwm.model.transition.numpy_weights``)."""
     return load().TransitionCore({k: np.ascontiguousarray(v, np.float32) for k, v in weights.items()},
                                  cfg.dim, cfg.hash_buckets, cfg.small_vocab, cfg.normalize_state,
-                                 cfg.state_dependent)
+                                 cfg.state_dependent, cfg.translation_bound)
 
 
 def sequence_core(weights: dict, hash_buckets: int, small_vocab: int):

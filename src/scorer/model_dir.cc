@@ -164,6 +164,10 @@ ModelDir ReadModelDir(const std::string& dir) {
   if (reads_state && !reads_state->is_bool())
     throw ScorerError(manifest_path + ": transition.state_dependent must be a boolean");
   w.state_dependent = reads_state && reads_state->b;
+  const Json* bound = Find(*cfg, "translation_bound");  // absent in models saved before it existed
+  if (bound && !bound->is_number())
+    throw ScorerError(manifest_path + ": transition.translation_bound must be a number");
+  w.translation_bound = bound ? bound->number() : 0.0;
   if (w.state_dependent != (version->i == kStateReadVersion))  // v5 = v4 + a transition that reads the state
     throw ScorerError(manifest_path + ": a v" + std::to_string(version->i) + " model " +
                       (w.state_dependent ? "cannot have" : "must have") + " transition.state_dependent = true");

@@ -22,6 +22,13 @@ step instead of caching ``(w, d)`` per distinct action row; it still caches ``em
 and TransH keeps entity embeddings in the unit ball for the same reason; without it, the
 translations of a 40-60 action rollout accumulate and training diverges (measured: rollout
 distance 11.4 vs 0.19 for "no transition" on early data).
+
+``translation_bound`` (default 0: none) caps the length of each translation:
+``d <- d * b / max(b, |d|)``. The shipped transition has no cap, and a tenth of its translations
+are longer than 37 against the unit state: each resets the state to its own direction, and the
+normalisation leaves what came before at rounding (docs/decisions.md §96, ``bench/rollout_memory.py``).
+With ``|d| <= b`` a step keeps at least ``1 / (1 + b)`` of the state before it, so ``z_0`` and
+the early actions' numbers reach ``ẑ_T`` (a transition that remembers, issue #12).
 """
 from __future__ import annotations
 
@@ -46,6 +53,7 @@ class TransitionConfig:
     small_vocab: int = 32
     normalize_state: bool = True
     state_dependent: bool = False  # hidden layer reads relu(embed(a_t) + S z_{t-1})
+    translation_bound: float = 0.0  # > 0: each translation's length is capped at this (0: no cap)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -104,6 +112,9 @@ def _torch_module():
             """``(w, d)`` from the hidden pre-activation ``x``; ``w`` has unit norm."""
             w_raw, d = self.out(torch.relu(x)).split(self.cfg.dim, dim=-1)
             w = w_raw / w_raw.norm(dim=-1, keepdim=True).clamp_min(1e-6)
+            if self.cfg.translation_bound > 0:
+                bound = self.cfg.translation_bound
+                d = d * (bound / d.norm(dim=-1, keepdim=True).clamp_min(bound))
             return w, d
 
         def step(self, z, w, d):
@@ -215,6 +226,8 @@ def params_numpy(hidden: np.ndarray, weights: dict, cfg: TransitionConfig) -> tu
     """``(w, d)`` of :meth:`TransH.params_of_hidden` (unit normals, translations); NumPy reference."""
     y = np.maximum(hidden, 0) @ np.asarray(weights["out_w"], np.float64).T + np.asarray(weights["out_b"], np.float64)
     w_raw, d = y[..., :cfg.dim], y[..., cfg.dim:]
+    if cfg.translation_bound > 0:
+        d = d * (cfg.translation_bound / np.maximum(np.linalg.norm(d, axis=-1, keepdims=True), cfg.translation_bound))
     return w_raw / np.maximum(np.linalg.norm(w_raw, axis=-1, keepdims=True), 1e-6), d
 
 
