@@ -502,12 +502,12 @@ def top_rerank_table(r) -> list[str]:
     return out + [""]
 
 
-def loop_tiles_table(r) -> list[str]:
-    """``bench/loop_tiles.py``: the fold rankers with and without decision 95's loop-tile columns."""
+def fold_ranker_comparison(r, title: str, source: str, fits: str) -> list[str]:
+    """Fold rankers fitted in one run on two row sets (``r["by_ranker"]``, the variant with its
+    paired difference): ``title`` in bold, then the bench (``source``) and what was fitted (``fits``)."""
     found = r["found_after"]
-    out = [f"**Which loop is tiled how, as ranker columns** (`bench/loop_tiles.py`, decision 95; {r['tasks']} zoo "
-           f"training tasks, each network's fold ranker with and without the columns, both fitted in the run; the "
-           f"difference with its 95 % interval; {r['machine']}; {r['date']})", "",
+    out = [f"**{title}** ({source}; {r['tasks']} zoo training tasks, {fits}; the difference with its 95 % "
+           f"interval; {r['machine']}; {r['date']})", "",
            "| fold ranker | pairwise | per-task top-1 | weighted top-1 | best found in the first "
            + " / ".join(map(str, found)) + " |", "|---|---|---|---|---|"]
     for name, m in r["by_ranker"].items():
@@ -520,6 +520,13 @@ def loop_tiles_table(r) -> list[str]:
 
             out.append(f"| difference | {ci('pairwise')} | {ci('top1_task_mean')} | | "
                        + " / ".join(f"{d[f'found_{n}'][0]:+.3f}" for n in found) + " |")
+    return out
+
+
+def loop_tiles_table(r) -> list[str]:
+    """``bench/loop_tiles.py``: the fold rankers with and without decision 95's loop-tile columns."""
+    out = fold_ranker_comparison(r, "Which loop is tiled how, as ranker columns", "`bench/loop_tiles.py`, decision 95",
+                                 "each network's fold ranker with and without the columns, both fitted in the run")
     swap = r.get("swap_check")
     if swap:
         out += ["", f"Two spatial splits trading factor lists change the rolled-out state by at most "
@@ -528,10 +535,22 @@ def loop_tiles_table(r) -> list[str]:
     return out + [""]
 
 
+def capped_rollout_table(r) -> list[str]:
+    """``bench/capped_rollout.py``: fold rankers on the shipped rollout and on the same weights with
+    their translations capped (decision 100)."""
+    return fold_ranker_comparison(
+        r, f"A rollout that remembers: the shipped weights with translations capped at {r['bound']:g}, nothing "
+           "retrained", "`bench/capped_rollout.py`, decision 100",
+        "each network's fold ranker on the shipped rows and on the capped ones, both fitted in the run") + [""]
+
+
 def rollout_memory_table(r) -> list[str]:
     """``bench/rollout_memory.py``: what the shipped transition's ``ẑ_T`` keeps (decision 96)."""
+    bound = (r.get("transition") or {}).get("translation_bound") or 0
+    which = (f"the shipped weights with translations capped at {bound:g} (decision 100)" if bound else
+             "the shipped transition")
     out = [f"**What the rolled-out state keeps** (`bench/rollout_memory.py`, decision 96; {r['traces_per_task']} "
-           f"candidates of each of {r['tasks']} zoo training tasks, the shipped transition; largest coordinate "
+           f"candidates of each of {r['tasks']} zoo training tasks, {which}; largest coordinate "
            f"change of ẑ_T, median over tasks and largest; {r['machine']}; {r['date']})", "",
            "| change | median | largest |", "|---|---|---|",
            f"| two candidates of one task (for scale) | {r['spread_median']:.3g} | |",
@@ -899,6 +918,8 @@ TABLES = (("ranking.json", ranking_table),
           ("top_rerank.json", top_rerank_table),
           ("loop_tiles.json", loop_tiles_table),
           ("rollout_memory.json", rollout_memory_table),
+          ("rollout_memory_capped_b03.json", rollout_memory_table),
+          ("capped_rollout.json", capped_rollout_table),
           ("adapt_sim.json", adapt_sim_table),
           ("seed_transfer.json", seed_transfer_table),
           ("search_knobs_loop_tiles_xeon_m167.json", captioned(search_knobs_table, "The loop tiles in search "

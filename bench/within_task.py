@@ -133,12 +133,12 @@ def _store_features(union, key: str):
     return _per_store(union, key, union.workload(key), trajs, target)[0]
 
 
-def zoo_tasks_and_priors(model, work_root: Path):
-    """``(roots, union, rows, folds, priors, zoo)`` of the shipped roots: ``rows`` every training task's
-    ranker rows and latencies (:func:`fold_rankers.training_rows`), ``folds`` each zoo network's
-    training tasks, ``priors`` each network's fold ranker (fitted without it, cached under
-    ``work_root``), ``zoo`` each zoo training task's network (a task of two networks: its last)."""
-    from fold_rankers import fold_priors, training_rows
+def zoo_tasks(model):
+    """``(roots, union, rows, all_folds, folds, zoo)`` of the shipped roots: ``rows`` every training
+    task's ranker rows and latencies (:func:`fold_rankers.training_rows`), ``all_folds`` every
+    network's training tasks, ``folds`` each zoo network's, ``zoo`` each zoo training task's
+    network (a task of two networks: its last)."""
+    from fold_rankers import training_rows
     from search_knobs import open_roots
 
     roots, _, zoo_loader, union = open_roots(None)
@@ -146,8 +146,17 @@ def zoo_tasks_and_priors(model, work_root: Path):
     zoo_keys = set(zoo_loader.task_keys("train")) & set(rows)
     # the zoo's networks (the generated workloads' "networks" are their corpus families)
     folds = {net: sorted(set(keys) & zoo_keys) for net, keys in all_folds.items() if set(keys) & zoo_keys}
+    return roots, union, rows, all_folds, folds, {k: net for net, keys in folds.items() for k in keys}
+
+
+def zoo_tasks_and_priors(model, work_root: Path):
+    """``(roots, union, rows, folds, priors, zoo)``: :func:`zoo_tasks`, and ``priors`` each zoo
+    network's fold ranker (fitted without it, cached under ``work_root``)."""
+    from fold_rankers import fold_priors
+
+    roots, union, rows, all_folds, folds, zoo = zoo_tasks(model)
     priors = fold_priors(model, union, set(folds), work_root, rows_and_folds=(rows, all_folds))
-    return roots, union, rows, folds, priors, {k: net for net, keys in folds.items() for k in keys}
+    return roots, union, rows, folds, priors, zoo
 
 
 def zoo_tasks_with_margins(model, work_root: Path):

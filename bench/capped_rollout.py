@@ -1,0 +1,92 @@
+"""Does a rollout that remembers rank better? The shipped transition with its translations capped
+(``TransitionConfig.translation_bound``), nothing retrained, against the shipped rollout; leave
+one network out on the training tasks (issue #12; docs/decisions.md §100).
+
+The shipped transition forgets (decision 96): a tenth of its translations are long enough to
+reset the state. Capped at ``--bound``, the same weights keep ``z_0`` and the early actions'
+numbers (``bench/rollout_memory.py --model``). This fits the search benches' fold rankers (the
+shipped ranker config and seed, every training task of the shipped roots but the network's, the
+breadth workloads included) on the shipped model's ranker rows and on the capped model's (whose
+``ẑ_T - z_0`` and centred copy change; every other column is the same), both in the run, and
+compares them on each zoo training task: pairwise accuracy, per-task top-1 (best ÷ pick) and
+the best found among the first 16 / 32 / 48 / 64 of the order, with paired 95 % intervals
+(tasks resampled; :func:`top_rerank.summary`).
+
+    PYTHONPATH=python .venv/bin/python bench/capped_rollout.py [--bound 0.3]
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from common import log, machine, today, write_result  # noqa: E402
+
+BASELINE = "fold ranker (shipped rollout)"
+
+
+def capped(model, bound: float):
+    """``model`` rolling out with its translations capped at ``bound`` (the same weights)."""
+    from dataclasses import replace
+
+    model.tcfg = replace(model.tcfg, translation_bound=bound)
+    model._core = None  # the native evaluator holds the old config
+    return model
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--bound", type=float, default=0.3)
+    p.add_argument("--out", default="capped_rollout.json")
+    a = p.parse_args(argv)
+    if not a.bound > 0:
+        raise SystemExit(f"--bound {a.bound}: must be positive")
+
+    import numpy as np
+
+    from cwm.model import default_model_dir
+    from cwm.model.world_model import WorldModel
+    from fold_rankers import fit_on, fitted_keys, training_rows
+    from top_rerank import FOUND_AFTER, summary, task_metrics
+    from within_task import zoo_tasks
+
+    start = time.perf_counter()
+    variant = f"fold ranker, translations capped at {a.bound:g}"
+    model = WorldModel.load(default_model_dir())
+    roots, union, rows, _, folds, zoo = zoo_tasks(model)
+    cap = capped(WorldModel.load(default_model_dir()), a.bound)
+    capped_rows, _ = training_rows(cap, union)
+    log(f"capped rows of {len(capped_rows)} training tasks ({time.perf_counter() - start:.0f} s)")
+    results = {BASELINE: {}, variant: {}}
+    for net in sorted(folds):
+        keys = fitted_keys(rows, folds, net, None)
+        base, ranker = fit_on(model.ranker.cfg, rows, keys), fit_on(model.ranker.cfg, capped_rows, keys)
+        for key in sorted(k for k, n in zoo.items() if n == net):
+            x, lat = rows[key]
+            if np.isfinite(lat).sum() < 2:
+                continue
+            results[BASELINE][key] = task_metrics(lat, base.predict(x))
+            results[variant][key] = task_metrics(lat, ranker.predict(capped_rows[key][0]))
+        log(f"{net}: fitted ({time.perf_counter() - start:.0f} s)")
+    out = summary(results, baseline=BASELINE, diff_key="vs_baseline_ci95")
+    for name, m in out.items():
+        print(f"{name:<45} pairwise {m['pairwise']:.4f}  top-1 {m['top1_task_mean']:.3f} (weighted "
+              f"{m['top1_weighted']:.3f})  found " + " ".join(f"{m[f'found_{n}']:.3f}" for n in FOUND_AFTER))
+    d = out[variant]["vs_baseline_ci95"]
+    print("difference: " + "  ".join(f"{k} {v[0]:+.4f} [{v[1]:+.4f}, {v[2]:+.4f}]" for k, v in d.items()))
+    write_result(a.out, {
+        "benchmark": "capped_rollout", "date": today(), "machine": machine(), "roots": roots, "bound": a.bound,
+        "tasks": len(results[BASELINE]), "found_after": list(FOUND_AFTER), "by_ranker": out,
+        "note": "fold rankers: the shipped ranker config and seed fitted on every training task of the shipped roots "
+                "but the network's, on the shipped model's rows and on the rows of the same model with its "
+                "translations capped (nothing retrained), both fitted in the run",
+        "seconds": round(time.perf_counter() - start, 1)})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
