@@ -27,8 +27,9 @@ distance 11.4 vs 0.19 for "no transition" on early data).
 ``d <- d * b / max(b, |d|)``. The shipped transition has no cap, and a tenth of its translations
 are longer than 37 against the unit state: each resets the state to its own direction, and the
 normalisation leaves what came before at rounding (docs/decisions.md §96, ``bench/rollout_memory.py``).
-With ``|d| <= b`` a step keeps at least ``1 / (1 + b)`` of the state before it, so ``z_0`` and
-the early actions' numbers reach ``ẑ_T`` (a transition that remembers, issue #12).
+With ``|d| <= b`` a step scales what it keeps of the state (all but the component along ``w``)
+by at least ``1 / (1 + b)``, so ``z_0`` and the early actions' numbers reach ``ẑ_T`` (a
+transition that remembers, issue #12).
 """
 from __future__ import annotations
 
