@@ -46,12 +46,10 @@ def main(argv=None) -> int:
     if not a.bound > 0:
         raise SystemExit(f"--bound {a.bound}: must be positive")
 
-    import numpy as np
-
     from cwm.model import default_model_dir
     from cwm.model.world_model import WorldModel
-    from fold_rankers import fit_on, fitted_keys, training_rows
-    from top_rerank import FOUND_AFTER, summary, task_metrics
+    from fold_rankers import training_rows
+    from top_rerank import FOUND_AFTER, compare_fold_rankers
     from within_task import zoo_tasks
 
     start = time.perf_counter()
@@ -61,26 +59,10 @@ def main(argv=None) -> int:
     cap = capped(WorldModel.load(default_model_dir()), a.bound)
     capped_rows, _ = training_rows(cap, union)
     log(f"capped rows of {len(capped_rows)} training tasks ({time.perf_counter() - start:.0f} s)")
-    results = {BASELINE: {}, variant: {}}
-    for net in sorted(folds):
-        keys = fitted_keys(rows, folds, net, None)
-        base, ranker = fit_on(model.ranker.cfg, rows, keys), fit_on(model.ranker.cfg, capped_rows, keys)
-        for key in sorted(k for k, n in zoo.items() if n == net):
-            x, lat = rows[key]
-            if np.isfinite(lat).sum() < 2:
-                continue
-            results[BASELINE][key] = task_metrics(lat, base.predict(x))
-            results[variant][key] = task_metrics(lat, ranker.predict(capped_rows[key][0]))
-        log(f"{net}: fitted ({time.perf_counter() - start:.0f} s)")
-    out = summary(results, baseline=BASELINE, diff_key="vs_baseline_ci95")
-    for name, m in out.items():
-        print(f"{name:<45} pairwise {m['pairwise']:.4f}  top-1 {m['top1_task_mean']:.3f} (weighted "
-              f"{m['top1_weighted']:.3f})  found " + " ".join(f"{m[f'found_{n}']:.3f}" for n in FOUND_AFTER))
-    d = out[variant]["vs_baseline_ci95"]
-    print("difference: " + "  ".join(f"{k} {v[0]:+.4f} [{v[1]:+.4f}, {v[2]:+.4f}]" for k, v in d.items()))
+    out, tasks = compare_fold_rankers(model.ranker.cfg, rows, capped_rows, folds, zoo, BASELINE, variant, start)
     write_result(a.out, {
         "benchmark": "capped_rollout", "date": today(), "machine": machine(), "roots": roots, "bound": a.bound,
-        "tasks": len(results[BASELINE]), "found_after": list(FOUND_AFTER), "by_ranker": out,
+        "tasks": tasks, "found_after": list(FOUND_AFTER), "by_ranker": out,
         "note": "fold rankers: the shipped ranker config and seed fitted on every training task of the shipped roots "
                 "but the network's, on the shipped model's rows and on the rows of the same model with its "
                 "translations capped (nothing retrained), both fitted in the run",

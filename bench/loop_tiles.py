@@ -95,8 +95,7 @@ def main(argv=None) -> int:
     from cwm.model.loop_tiles import NAMES, loop_tiles
     from cwm.model.train import _training_trajectories
     from cwm.model.world_model import WorldModel
-    from fold_rankers import fit_on, fitted_keys
-    from top_rerank import FOUND_AFTER, summary, task_metrics
+    from top_rerank import FOUND_AFTER, compare_fold_rankers
     from within_task import zoo_tasks_and_priors
 
     start = time.perf_counter()
@@ -112,26 +111,10 @@ def main(argv=None) -> int:
         extra[key] = loop_tiles(fb.ints, fb.numbers, fb.lengths)
     wide = {k: (np.hstack([x, extra[k]]).astype(np.float32), lat) for k, (x, lat) in rows.items()}
     log(f"{len(NAMES)} loop-tile columns for {len(rows)} training tasks")
-    results = {BASELINE: {}, VARIANT: {}}
-    for net in sorted(folds):
-        keys = fitted_keys(rows, folds, net, None)
-        base, ranker = fit_on(model.ranker.cfg, rows, keys), fit_on(model.ranker.cfg, wide, keys)
-        for key in sorted(k for k, n in zoo.items() if n == net):
-            x, lat = rows[key]
-            if np.isfinite(lat).sum() < 2:
-                continue
-            results[BASELINE][key] = task_metrics(lat, base.predict(x))
-            results[VARIANT][key] = task_metrics(lat, ranker.predict(wide[key][0]))
-        log(f"{net}: fitted ({time.perf_counter() - start:.0f} s)")
-    out = summary(results, baseline=BASELINE, diff_key="vs_baseline_ci95")
-    for name, m in out.items():
-        print(f"{name:<30} pairwise {m['pairwise']:.4f}  top-1 {m['top1_task_mean']:.3f} (weighted "
-              f"{m['top1_weighted']:.3f})  found " + " ".join(f"{m[f'found_{n}']:.3f}" for n in FOUND_AFTER))
-    d = out[VARIANT]["vs_baseline_ci95"]
-    print("difference: " + "  ".join(f"{k} {v[0]:+.4f} [{v[1]:+.4f}, {v[2]:+.4f}]" for k, v in d.items()))
+    out, tasks = compare_fold_rankers(model.ranker.cfg, rows, wide, folds, zoo, BASELINE, VARIANT, start)
     write_result(a.out, {
         "benchmark": "loop_tiles", "date": today(), "machine": machine(), "roots": roots,
-        "tasks": len(results[BASELINE]), "columns": list(NAMES), "swap_check": swap,
+        "tasks": tasks, "columns": list(NAMES), "swap_check": swap,
         "found_after": list(FOUND_AFTER), "by_ranker": out,
         "note": "fold rankers: the shipped ranker config and seed fitted on every training task of the shipped roots "
                 "but the network's (the search benches' fold rankers), with and without the loop-tile columns "

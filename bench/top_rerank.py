@@ -167,6 +167,36 @@ def summary(results: dict, draws: int = 2000, seed: int = 0, baseline: str = PRI
     return out
 
 
+def compare_fold_rankers(cfg, rows: dict, variant_rows: dict, folds: dict, zoo: dict, baseline: str, variant: str,
+                         start: float) -> tuple[dict, int]:
+    """``(summary, tasks)``: each zoo network's fold ranker of config ``cfg`` fitted on ``rows`` and on
+    ``variant_rows`` (the same keys, other columns), both scored on that network's zoo training
+    tasks (:func:`task_metrics`), summarised with paired intervals against ``baseline`` and printed."""
+    import numpy as np
+
+    from fold_rankers import fit_on, fitted_keys
+
+    results = {baseline: {}, variant: {}}
+    for net in sorted(folds):
+        keys = fitted_keys(rows, folds, net, None)
+        base, ranker = fit_on(cfg, rows, keys), fit_on(cfg, variant_rows, keys)
+        for key in sorted(k for k, n in zoo.items() if n == net):
+            x, lat = rows[key]
+            if np.isfinite(lat).sum() < 2:
+                continue
+            results[baseline][key] = task_metrics(lat, base.predict(x))
+            results[variant][key] = task_metrics(lat, ranker.predict(variant_rows[key][0]))
+        log(f"{net}: fitted ({time.perf_counter() - start:.0f} s)")
+    out = summary(results, baseline=baseline, diff_key="vs_baseline_ci95")
+    width = max(map(len, out)) + 2
+    for name, m in out.items():
+        print(f"{name:<{width}} pairwise {m['pairwise']:.4f}  top-1 {m['top1_task_mean']:.3f} (weighted "
+              f"{m['top1_weighted']:.3f})  found " + " ".join(f"{m[f'found_{n}']:.3f}" for n in FOUND_AFTER))
+    d = out[variant]["vs_baseline_ci95"]
+    print("difference: " + "  ".join(f"{k} {v[0]:+.4f} [{v[1]:+.4f}, {v[2]:+.4f}]" for k, v in d.items()))
+    return out, len(results[baseline])
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     fold_ranker_arguments(p, "top_rerank.json")
