@@ -12,7 +12,11 @@ compares them on each zoo training task: pairwise accuracy, per-task top-1 (best
 the best found among the first 16 / 32 / 48 / 64 of the order, with paired 95 % intervals
 (tasks resampled; :func:`top_rerank.summary`).
 
-    PYTHONPATH=python .venv/bin/python bench/capped_rollout.py [--bound 0.3]
+With ``--transition DIR`` (``bench/transition_corpus.py --save DIR``) the variant is the shipped
+model rolling out with that trained TransH instead, its own rollout form (bound, normalisation)
+included: decision 99's comparison of a transition trained with the cap.
+
+    PYTHONPATH=python .venv/bin/python bench/capped_rollout.py [--bound 0.3 | --transition DIR] [--out NAME]
 """
 from __future__ import annotations
 
@@ -41,7 +45,10 @@ def capped(model, bound: float):
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--bound", type=float, default=0.3)
-    p.add_argument("--out", default="capped_rollout.json")
+    p.add_argument("--transition", default=None, metavar="DIR",
+                   help="the variant rolls out with this trained TransH (bench/transition_corpus.py --save) "
+                        "instead of the shipped weights capped at --bound")
+    p.add_argument("--out", default=None, help="default capped_rollout.json, or capped_rollout_trained.json")
     a = p.parse_args(argv)
     if not a.bound > 0:
         raise SystemExit(f"--bound {a.bound}: must be positive")
@@ -53,19 +60,29 @@ def main(argv=None) -> int:
     from within_task import zoo_tasks
 
     start = time.perf_counter()
-    variant = f"fold ranker, translations capped at {a.bound:g}"
     model = WorldModel.load(default_model_dir())
+    other = WorldModel.load(default_model_dir())
+    if a.transition:
+        other.use_transition(a.transition)
+        bound = other.tcfg.translation_bound
+        variant = f"fold ranker, trained transition ({Path(a.transition).name}, bound {bound:g})"
+    else:
+        bound = a.bound
+        variant = f"fold ranker, translations capped at {bound:g}"
+        capped(other, bound)
     roots, union, rows, _, folds, zoo = zoo_tasks(model)
-    cap = capped(WorldModel.load(default_model_dir()), a.bound)
-    capped_rows, _ = training_rows(cap, union)
+    capped_rows, _ = training_rows(other, union)
     log(f"capped rows of {len(capped_rows)} training tasks ({time.perf_counter() - start:.0f} s)")
     out, tasks = compare_fold_rankers(model.ranker.cfg, rows, capped_rows, folds, zoo, BASELINE, variant, start)
-    write_result(a.out, {
-        "benchmark": "capped_rollout", "date": today(), "machine": machine(), "roots": roots, "bound": a.bound,
+    out_name = a.out or ("capped_rollout_trained.json" if a.transition else "capped_rollout.json")
+    write_result(out_name, {
+        "benchmark": "capped_rollout", "date": today(), "machine": machine(), "roots": roots, "bound": bound,
+        "transition": other.meta.get("transition_source", "shipped weights, capped"),
         "tasks": tasks, "found_after": list(FOUND_AFTER), "by_ranker": out,
         "note": "fold rankers: the shipped ranker config and seed fitted on every training task of the shipped roots "
-                "but the network's, on the shipped model's rows and on the rows of the same model with its "
-                "translations capped (nothing retrained), both fitted in the run",
+                "but the network's, on the shipped model's rows and on the rows of the same model with "
+                + ("the trained transition in place of the shipped one" if a.transition else
+                   "its translations capped (nothing retrained)") + ", both fitted in the run",
         "seconds": round(time.perf_counter() - start, 1)})
     return 0
 

@@ -109,3 +109,35 @@ def test_translation_bound_caps_each_translation_and_keeps_the_start(batch):
     # a long rollout under unit-scale translations forgets z_0 to rounding; capped ones keep it
     # (a step keeps at least 1 / (1 + 0.3) of the state; the projections remove one direction each)
     assert np.median(moved["free"]) < 1e-6 and np.median(moved["bounded"]) > 1e-3
+
+
+def test_use_transition_swaps_the_weights_and_rollout_form(batch, tmp_path):
+    """``WorldModel.use_transition`` (``tools/refit_ranker.py --transition``, ``bench/capped_rollout.py
+    --transition``) rolls out with the saved TransH and its config, not with the old native core."""
+    from dataclasses import replace
+    from pathlib import Path
+
+    import torch
+    from safetensors.numpy import save_file
+
+    from cwm.model.transition import TransH, numpy_weights, rollout_numpy
+    from cwm.model.world_model import WorldModel
+
+    model = WorldModel.load(Path(__file__).resolve().parent / "data" / "scorer_fixture" / "model")
+    z0 = np.random.default_rng(1).normal(size=model.tcfg.dim).astype(np.float32)
+    z0 /= np.linalg.norm(z0)
+    before = model.rollout(z0, batch)  # builds the native evaluator that the swap must drop
+    torch.manual_seed(3)
+    trained = TransH(replace(model.tcfg, translation_bound=0.05))
+    save_file({k: v.detach().numpy() for k, v in trained.state_dict().items()}, str(tmp_path / "transition.safetensors"))
+    (tmp_path / "transition.json").write_text(json.dumps({"transition": trained.cfg.to_dict(), "seed": 3}))
+    model.use_transition(tmp_path)
+    assert model.tcfg.translation_bound == 0.05 and model.meta["transition_source"] == {"seed": 3}
+    after = model.rollout(z0, batch)
+    expected = rollout_numpy(np.repeat(z0[None], batch.ints.shape[0], 0), batch.ints, batch.numbers,
+                             numpy_weights(trained), trained.cfg)
+    # float32 native core against the float64 reference over up to ~100 steps: 1e-4 as in the parity tests
+    assert np.abs(after - expected).max() < 1e-4 and np.abs(after - before).max() > 1e-3
+    (tmp_path / "transition.json").write_text(json.dumps({"transition": {**trained.cfg.to_dict(), "dim": 8}}))
+    with pytest.raises(ValueError, match="state size 8"):
+        model.use_transition(tmp_path)

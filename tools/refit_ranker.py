@@ -20,28 +20,6 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
-
-
-def replace_transition(model, source: Path) -> None:
-    """Replace the model's TransH by ``source/transition.safetensors`` with the config of
-    ``source/transition.json``. The state size must be the model's (the encoder gives ``z_0`` and
-    the ranker reads ``ẑ_T - z_0``); the hidden size and the state read may differ."""
-    import json
-
-    from safetensors.torch import load_file
-
-    from cwm.model.transition import TransH, TransitionConfig
-
-    saved = json.loads((source / "transition.json").read_text())
-    tcfg = TransitionConfig(**saved["transition"])
-    if tcfg.dim != model.tcfg.dim:
-        raise SystemExit(f"{source}: a transition of state size {tcfg.dim}; the model's encoder gives {model.tcfg.dim}")
-    model.transition, model.tcfg = TransH(tcfg), tcfg
-    model.transition.load_state_dict(load_file(str(source / "transition.safetensors")))
-    model.transition.eval()
-    model._core = None  # the native evaluator holds the old weights
-    model.meta["transition_source"] = {k: v for k, v in saved.items() if k != "transition"}
 
 
 def main(argv=None) -> int:
@@ -87,7 +65,10 @@ def main(argv=None) -> int:
     start = time.time()
     model = WorldModel.load(args.model_dir, refit_ranker=True)
     if args.transition:
-        replace_transition(model, Path(args.transition))
+        try:
+            model.use_transition(args.transition)
+        except ValueError as e:
+            raise SystemExit(str(e)) from None
     loader = DatasetLoader(args.data)
     if model.meta.get("training_data") != _data_hash(loader):
         raise SystemExit(f"{args.data} is not the training data of {args.model_dir} (training-data hash differs)")

@@ -79,6 +79,32 @@ class WorldModel:
         design-space reference (:mod:`cwm.model.centring`); None otherwise."""
         return self.meta.get("centring")
 
+    def use_transition(self, source) -> None:
+        """Roll out with the TransH saved in ``source`` (``transition.safetensors`` with the config of
+        ``transition.json``, as ``bench/transition_corpus.py --save`` writes them) in place of this
+        model's. The state size must be the model's (the encoder gives ``z_0`` and the ranker reads
+        ``ẑ_T - z_0``); the hidden size, the state read and the rollout form may differ. The ranker
+        is left as it is: refit it (``tools/refit_ranker.py --transition``) before scoring with it."""
+        import json
+        from pathlib import Path
+
+        from safetensors.torch import load_file
+
+        from cwm.model.transition import TransH
+
+        source = Path(source)
+        saved = json.loads((source / "transition.json").read_text())
+        tcfg = TransitionConfig(**saved["transition"])
+        if tcfg.dim != self.tcfg.dim:
+            raise ValueError(f"{source}: a transition of state size {tcfg.dim}; the model's encoder gives {self.tcfg.dim}")
+        transition = TransH(tcfg)
+        transition.load_state_dict(load_file(str(source / "transition.safetensors")))
+        transition.eval()
+        self.transition, self.tcfg = transition, tcfg
+        self._core = None  # the native evaluator holds the old weights
+        self._references.clear()  # centring references are rollouts too
+        self.meta["transition_source"] = {k: v for k, v in saved.items() if k != "transition"}
+
     # ----------------------------------------------------------------- pieces
     def z0(self, workload) -> np.ndarray:
         """``E(s_0)`` of an unscheduled workload (IRModule), cached by structural hash."""
