@@ -538,6 +538,13 @@ def loop_tiles_table(r) -> list[str]:
 def capped_rollout_table(r) -> list[str]:
     """``bench/capped_rollout.py``: fold rankers on the shipped rollout and on the same weights with
     their translations capped (decision 100)."""
+    source = r.get("transition")
+    if isinstance(source, dict):  # --transition: a TransH trained with the cap (decision 101)
+        return fold_ranker_comparison(
+            r, f"A rollout that remembers, trained: a TransH trained on `{source['corpus']}` with translations "
+               f"capped at {r['bound']:g}", "`bench/capped_rollout.py --transition`, decision 101",
+            "each network's fold ranker on the shipped rows and on the trained transition's, both fitted in the "
+            "run") + [""]
     return fold_ranker_comparison(
         r, f"A rollout that remembers: the shipped weights with translations capped at {r['bound']:g}, nothing "
            "retrained", "`bench/capped_rollout.py`, decision 100",
@@ -547,7 +554,9 @@ def capped_rollout_table(r) -> list[str]:
 def rollout_memory_table(r) -> list[str]:
     """``bench/rollout_memory.py``: what the shipped transition's ``ẑ_T`` keeps (decision 96)."""
     bound = (r.get("transition") or {}).get("translation_bound") or 0
-    which = (f"the shipped weights with translations capped at {bound:g} (decision 100)" if bound else
+    source = r.get("transition_source")
+    which = (f"a transition trained on `{source['corpus']}` with translations capped at {bound:g} (decision 101)"
+             if source else f"the shipped weights with translations capped at {bound:g} (decision 100)" if bound else
              "the shipped transition")
     out = [f"**What the rolled-out state keeps** (`bench/rollout_memory.py`, decision 96; {r['traces_per_task']} "
            f"candidates of each of {r['tasks']} zoo training tasks, {which}; largest coordinate "
@@ -787,8 +796,9 @@ def corpus_breadth_table(r) -> list[str]:
 
 def _variant(r) -> str:
     t = r.get("transition") or {"hidden": 64, "init": "shipped"}
+    bound = t.get("translation_bound") or 0
     return (f"{'state-dependent' if r.get('state_dependent') else 'shipped form'}, hidden {t['hidden']}, "
-            f"{t['init']} init")
+            f"{t['init']} init" + (f", translations capped at {bound:g}" if bound else ""))
 
 
 def transition_corpus_table(r) -> list[str]:
@@ -920,6 +930,8 @@ TABLES = (("ranking.json", ranking_table),
           ("rollout_memory.json", rollout_memory_table),
           ("rollout_memory_capped_b03.json", rollout_memory_table),
           ("capped_rollout.json", capped_rollout_table),
+          ("rollout_memory_trained_b03.json", rollout_memory_table),
+          ("capped_rollout_trained.json", capped_rollout_table),
           ("adapt_sim.json", adapt_sim_table),
           ("seed_transfer.json", seed_transfer_table),
           ("search_knobs_loop_tiles_xeon_m167.json", captioned(search_knobs_table, "The loop tiles in search "

@@ -121,7 +121,8 @@ def main(argv=None) -> int:
         print(f"an action {d:>2} from the end, numbers doubled: largest change of ẑ_T, median over tasks "
               f"{m['median']:.2g}, max {m['max']:.2g} ({m['tasks']} tasks)")
     write_result(a.out, {"benchmark": "rollout_memory", "date": today(), "machine": machine(), "data": a.data,
-                         "model": a.model or "shipped", "transition": cfg.to_dict(), **out,
+                         "model": a.model or "shipped", "transition": cfg.to_dict(),
+                         "transition_source": model.meta.get("transition_source"), **out,
                          "seconds": round(time.perf_counter() - start, 1)})
     return 0
 

@@ -12,11 +12,13 @@ fold rankers are fitted on too, as groups of their own: ``bench/dagger_collect.p
 searches, decision 83) or ``pessimism`` (the prior is the fold's ensemble of bootstrap rankers
 scored as its mean less ``k`` times its spread, decision 85) or ``add_columns`` (trace-column
 families, ``/``-joined, that the prior's rows take beside the shipped model's, its fold rankers
-fitted on those rows: decision 95)::
+fitted on those rows: decision 95) or ``transition`` (a directory of ``bench/transition_corpus.py
+--save``: the prior rolls out with that TransH, its fold rankers fitted on its rows: decision 101)::
 
     --arms base,num_trials_per_iter=8,genetic_num_iters=4
     --arms base,ranker_data=dataset_dagger_xeon
     --arms base,add_columns=loop_tiles
+    --arms base,transition=work_dirs/transition_b03
 
 The prior must not have seen the task: for every network of the chosen tasks the shipped model's
 ranker is refitted (its own config, :func:`cwm.model.train.fit_ranker`'s rows) on the training
@@ -86,11 +88,12 @@ def parse_arm(arm: str) -> tuple[dict, dict]:
         key, sep, value = pair.partition("=")
         if not sep:
             raise SystemExit(f"arm {arm!r}: {pair!r} is not key=value")
-        if key in ("ranker_data", "pessimism", "add_columns"):
-            continue  # the prior (:func:`ranker_data_of`, :func:`pessimism_of`, :func:`columns_of`)
+        if key in PRIOR_KEYS:
+            continue  # the prior (:func:`ranker_data_of`, :func:`pessimism_of`, :func:`columns_of`,
+            # :func:`transition_of`)
         if key not in fields and key not in adapt_fields:
             raise SystemExit(f"arm {arm!r}: unknown key {key!r}; a FastSettings or AdaptConfig field "
-                             "(but seed), ranker_data, pessimism or add_columns")
+                             "(but seed), ranker_data, pessimism, add_columns or transition")
         into, declared = (overrides, fields[key]) if key in fields else (adapt, adapt_fields[key])
         kind = {"int": int, "float": float, "str": str}.get(str(declared))
         if kind is None:
@@ -100,6 +103,9 @@ def parse_arm(arm: str) -> tuple[dict, dict]:
         except ValueError:
             raise SystemExit(f"arm {arm!r}: {key} must be of type {kind.__name__}, not {value!r}") from None
     return overrides, adapt
+
+
+PRIOR_KEYS = ("ranker_data", "pessimism", "add_columns", "transition")  # arm keys that change the prior
 
 
 def arm_pairs(arm: str) -> dict[str, str]:
@@ -136,6 +142,23 @@ def columns_of(arm: str, shipped=()) -> tuple[str, ...]:
         return trace_columns.ordered([*shipped, *pairs["add_columns"].split("/")])
     except ValueError as error:
         raise SystemExit(f"arm {arm!r}: {error}") from None
+
+
+def transition_of(arm: str) -> str | None:
+    """The directory of an arm's ``transition=<dir>`` (``bench/transition_corpus.py --save``): the
+    prior rolls out with that TransH and its fold rankers are fitted on its rows; None: the shipped
+    transition. A directory without a saved transition, or the key beside ``ranker_data`` or
+    ``pessimism``, is a clear error."""
+    pairs = arm_pairs(arm)
+    if "transition" not in pairs:
+        return None
+    if "ranker_data" in pairs or "pessimism" in pairs:
+        raise SystemExit(f"arm {arm!r}: transition fits its own fold rankers on the shipped roots; "
+                         "drop ranker_data and pessimism")
+    path = Path(pairs["transition"])
+    if not (path / "transition.json").exists() or not (path / "transition.safetensors").exists():
+        raise SystemExit(f"arm {arm!r}: no saved transition in {path} (bench/transition_corpus.py --save)")
+    return str(path)
 
 
 def pessimism_of(arm: str) -> float | None:
@@ -192,23 +215,27 @@ def _run_arms(loader, union, library, arms, search_of, seeds, n_tasks, work_root
     if not todo:
         return runs.rows
     model = WorldModel.load(default_model_dir())
-    # a prior with other trace columns is its own model (its rows, references and fold rankers)
-    models = {cols: model if cols == model.columns else _with_columns(WorldModel.load(default_model_dir()), cols)
-              for cols in {columns_of(a, model.columns) for _, _, a in todo}}
-    rankers = {(data, cols): fold_priors(models[cols], union,
-                                         {fold[t["key"]] for _, t, a in todo
-                                          if (ranker_data_of(a), columns_of(a, model.columns)) == (data, cols)},
-                                         work_root, data, tag=_columns_tag(cols, model.columns))
-               for data, cols in {(ranker_data_of(a), columns_of(a, model.columns))
-                                  for _, _, a in todo if pessimism_of(a) is None}}
+
+    def prior_of(arm):  # the prior's model: its trace columns and its transition
+        return columns_of(arm, model.columns), transition_of(arm)
+
+    # a prior with other trace columns or another transition is its own model (its rows, references
+    # and fold rankers)
+    models = {key: model if key == (model.columns, None) else _prior_model(key)
+              for key in {prior_of(a) for _, _, a in todo}}
+    rankers = {(data, key): fold_priors(models[key], union,
+                                        {fold[t["key"]] for _, t, a in todo
+                                         if (ranker_data_of(a), prior_of(a)) == (data, key)},
+                                        work_root, data, tag=_prior_tag(key, model.columns))
+               for data, key in {(ranker_data_of(a), prior_of(a)) for _, _, a in todo if pessimism_of(a) is None}}
     pessimistic = {fold[t["key"]] for _, t, a in todo if pessimism_of(a) is not None}
     ensembles = bootstrap_rankers(model, lambda: training_rows(model, union), pessimistic, ENSEMBLE_DRAWS,
                                   work_root) if pessimistic else {}
     for i, (seed, task, arm) in enumerate(todo):
         settings, adapt = search_of(arm)
-        cols, k = columns_of(arm, model.columns), pessimism_of(arm)
-        prior = copy.copy(models[cols])
-        prior.ranker = (rankers[(ranker_data_of(arm), cols)][fold[task["key"]]] if k is None
+        key, k = prior_of(arm), pessimism_of(arm)
+        prior = copy.copy(models[key])
+        prior.ranker = (rankers[(ranker_data_of(arm), key)][fold[task["key"]]] if k is None
                         else PessimisticRanker(ensembles[fold[task["key"]]], k, anchored=True))
         prior.sequence_head = None
         stats = {}
@@ -228,14 +255,24 @@ def _run_arms(loader, union, library, arms, search_of, seeds, n_tasks, work_root
     return runs.rows
 
 
-def _with_columns(model, columns):
+def _prior_model(key):
+    """The shipped model with the trace columns and transition of a prior's ``(columns, transition)``."""
+    from cwm.model import default_model_dir
+    from cwm.model.world_model import WorldModel
+
+    columns, transition = key
+    model = WorldModel.load(default_model_dir())
     model.columns = columns
+    if transition:
+        model.use_transition(transition)
     return model
 
 
-def _columns_tag(columns, shipped) -> str:
-    """The fold rankers' file tag of a prior with ``columns`` beyond the ``shipped`` ones."""
-    extra = [c for c in columns if c not in shipped]
+def _prior_tag(key, shipped) -> str:
+    """The fold rankers' file tag of a prior with ``columns`` beyond the ``shipped`` ones and/or
+    another transition (named by its directory)."""
+    columns, transition = key
+    extra = [c for c in columns if c not in shipped] + ([f"transition_{Path(transition).name}"] if transition else [])
     return "+" + "+".join(extra) if extra else ""
 
 

@@ -46,18 +46,35 @@ def test_ranker_data_names_an_existing_root_and_is_not_a_search_setting(tmp_path
 
 
 def test_add_columns_gives_the_prior_more_trace_columns_and_is_not_a_search_setting():
-    from search_knobs import _columns_tag, columns_of, parse_arm
+    from search_knobs import _prior_tag, columns_of, parse_arm
 
     shipped = ("compute_locations",)
     assert columns_of("base", shipped) == shipped and columns_of("temperature=1.0", shipped) == shipped
     cols = columns_of("add_columns=loop_tiles+temperature=1.0", shipped)
-    assert cols == ("compute_locations", "loop_tiles") and _columns_tag(cols, shipped) == "+loop_tiles"
+    assert cols == ("compute_locations", "loop_tiles") and _prior_tag((cols, None), shipped) == "+loop_tiles"
+    assert _prior_tag((shipped, None), shipped) == ""  # the shipped prior keeps the untagged cache
     assert columns_of("add_columns=loop_tiles/vector_alignment", shipped)[0] == "vector_alignment"  # row order
     assert parse_arm("add_columns=loop_tiles+temperature=1.0") == ({}, {"temperature": 1.0})
     with pytest.raises(SystemExit, match="unknown trace-column family"):
         columns_of("add_columns=loop_tile", shipped)
     with pytest.raises(SystemExit, match="drop ranker_data and pessimism"):
         columns_of("add_columns=loop_tiles+pessimism=1", shipped)
+
+
+def test_transition_names_a_saved_transh_for_the_prior_and_is_not_a_search_setting(tmp_path):
+    from search_knobs import _prior_tag, parse_arm, transition_of
+
+    assert transition_of("base") is None and transition_of("temperature=1.0") is None
+    with pytest.raises(SystemExit, match="no saved transition"):
+        transition_of(f"transition={tmp_path}")
+    (tmp_path / "transition.json").write_text("{}")
+    (tmp_path / "transition.safetensors").write_bytes(b"")
+    assert transition_of(f"transition={tmp_path}+temperature=1.0") == str(tmp_path)
+    assert parse_arm(f"transition={tmp_path}+temperature=1.0") == ({}, {"temperature": 1.0})
+    shipped = ("compute_locations",)
+    assert _prior_tag((shipped, str(tmp_path)), shipped) == f"+transition_{tmp_path.name}"
+    with pytest.raises(SystemExit, match="drop ranker_data and pessimism"):
+        transition_of(f"transition={tmp_path}+ranker_data=x")
 
 
 def test_a_fold_ranker_sees_no_task_of_its_network_in_any_root():
