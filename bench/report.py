@@ -551,6 +551,16 @@ def capped_rollout_table(r) -> list[str]:
         "each network's fold ranker on the shipped rows and on the capped ones, both fitted in the run") + [""]
 
 
+def decoded_columns_table(r) -> list[str]:
+    """``bench/decoded_columns.py``: the shipped rows with a trained rollout's decoded per-store
+    features beside them (decision 102)."""
+    return fold_ranker_comparison(
+        r, f"The rollout's decoded facts as ranker columns: {r['decoded_columns']} per-store features predicted by "
+           f"a TransH trained on `{r['transition']['corpus']}` and its decoder", "`bench/decoded_columns.py`, "
+           "decision 102", "each network's fold ranker on the shipped rows and on the same rows with the decoded "
+           "columns, both fitted in the run") + [""]
+
+
 def rollout_memory_table(r) -> list[str]:
     """``bench/rollout_memory.py``: what the shipped transition's ``ẑ_T`` keeps (decision 96)."""
     bound = (r.get("transition") or {}).get("translation_bound") or 0
@@ -932,6 +942,7 @@ TABLES = (("ranking.json", ranking_table),
           ("capped_rollout.json", capped_rollout_table),
           ("rollout_memory_trained_b03.json", rollout_memory_table),
           ("capped_rollout_trained.json", capped_rollout_table),
+          ("decoded_columns.json", decoded_columns_table),
           ("adapt_sim.json", adapt_sim_table),
           ("seed_transfer.json", seed_transfer_table),
           ("search_knobs_loop_tiles_xeon_m167.json", captioned(search_knobs_table, "The loop tiles in search "
