@@ -32,12 +32,12 @@ def load_decoder(source: Path):
     beside its transition, in the standard units it was trained in."""
     import numpy as np
     import torch
-    from safetensors.torch import load_file
+    from safetensors.numpy import load_file
+    from transition_corpus import Decoder
 
     weights = load_file(str(Path(source) / "decoder.safetensors"))
-    (hidden, dim), width = weights["net.0.weight"].shape, weights["net.2.weight"].shape[0]
-    net = torch.nn.Sequential(torch.nn.Linear(dim, hidden), torch.nn.GELU(), torch.nn.Linear(hidden, width))
-    net.load_state_dict({k[len("net."):]: v for k, v in weights.items() if k.startswith("net.")})
+    net = Decoder(weights["net.0.weight"].shape[1], weights["net.2.weight"].shape[0], weights["ym"], weights["ys"]).net
+    net.load_state_dict({k[len("net."):]: torch.from_numpy(v) for k, v in weights.items() if k.startswith("net.")})
     net.eval()
 
     def decode(z):
