@@ -561,6 +561,18 @@ def decoded_columns_table(r) -> list[str]:
            "columns, both fitted in the run") + [""]
 
 
+def tile_footprint_table(r) -> list[str]:
+    """``bench/tile_footprint.py``: the shipped rows with the tiled block's parallel grain and cache
+    footprints beside them (decision 104)."""
+    c = r["counts"]
+    return fold_ranker_comparison(
+        r, f"The tiled block's parallel grain and cache footprints as ranker columns ({len(r['columns'])} columns; "
+           f"{c['tiled']:,} of {c['candidates']:,} candidates tiled, {c['serial_tiled_block']:,} of them with the "
+           "tiled block left serial)", "`bench/tile_footprint.py`, decision 104",
+        "each network's fold ranker on the shipped rows and on the same rows with the columns, both fitted in "
+        "the run") + [""]
+
+
 def rollout_memory_table(r) -> list[str]:
     """``bench/rollout_memory.py``: what the shipped transition's ``ẑ_T`` keeps (decision 96)."""
     bound = (r.get("transition") or {}).get("translation_bound") or 0
@@ -946,6 +958,7 @@ TABLES = (("ranking.json", ranking_table),
           ("rollout_memory_trained_b03.json", rollout_memory_table),
           ("capped_rollout_trained.json", capped_rollout_table),
           ("decoded_columns.json", decoded_columns_table),
+          ("tile_footprint.json", tile_footprint_table),
           ("adapt_sim.json", adapt_sim_table),
           ("seed_transfer.json", seed_transfer_table),
           ("search_knobs_loop_tiles_xeon_m167.json", captioned(search_knobs_table, "The loop tiles in search "
