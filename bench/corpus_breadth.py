@@ -28,7 +28,6 @@ sys.path.insert(0, str(ROOT / "bench"))
 def corpus_tasks(corpus: Path, model, log=print) -> list[dict]:
     import tvm
 
-    from cwm import native
     from cwm.corpus.generator import build
 
     manifest = json.loads((corpus / "manifest.json").read_text())
@@ -46,7 +45,7 @@ def corpus_tasks(corpus: Path, model, log=print) -> list[dict]:
         if ok.sum() < 2:
             continue
         mod = tvm.ir.load_json(saved) if saved else build(entry["family"], entry["params"])
-        fb = native.featurize_batch([t for t, k in zip(traces, ok) if k])
+        fb = model.featurize(mod, [t for t, k in zip(traces, ok) if k])
         z0 = model.z0(mod)
         zt = model.rollout(z0, fb)
         stats = model.raw_features(zt, fb, target, z0)[:, len(z0):]

@@ -61,8 +61,6 @@ def swap_check(model, union, by_task: dict, keys: list[str]) -> dict:
 
     import numpy as np
 
-    from cwm import native
-
     target = union.store.manifest().get("target") or {"kind": "llvm"}
     rollout_change, columns_changed = [], []
     for key in keys:
@@ -71,7 +69,7 @@ def swap_check(model, union, by_task: dict, keys: list[str]) -> dict:
         other = swapped(trace)
         if other is None:
             continue
-        fb = native.featurize_batch([json.dumps(trace), json.dumps(other)])
+        fb = model.featurize(union.workload(key), [json.dumps(trace), json.dumps(other)])
         z0 = model.z0(union.workload(key))
         rows = model.raw_features(model.rollout(z0, fb), fb, target, z0)
         dim = model.tcfg.dim

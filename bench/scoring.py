@@ -78,7 +78,7 @@ def main(argv=None):
         wm.score(mod, pool[:b], target)
 
     def reference(b):
-        fb = featurize_batch(pool[:b])
+        fb = wm.with_facts(featurize_batch(pool[:b]), mod)
         z = rollout_numpy(np.repeat(z0[None], b, 0), fb.ints, fb.numbers, weights, wm.tcfg)
         wm.ranker.predict(wm.features(z.astype(np.float32), fb, target, z0,
                                       wm.reference(mod, target) if wm.centring else None))

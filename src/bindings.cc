@@ -14,6 +14,7 @@
 #include "sequence.h"
 #include "trace_structure.h"
 #include "loop_tiles.h"
+#include "tile_footprint.h"
 #include "vector_alignment.h"
 #include "transition.h"
 #include "version.h"
@@ -271,6 +272,18 @@ py::array_t<float> LoopTilesPy(const py::array& ints, const py::array& nums, con
   return PerTraceStats(ints, nums, lengths, cwm::NumLoopTiles(), cwm::LoopTiles);
 }
 
+// Trace JSON texts of one task and its facts' JSON -> [B, NumTileFootprint()] float32.
+py::array_t<float> TileFootprintPy(const std::vector<std::string>& traces, const std::string& facts, int cores) {
+  const cwm::TaskFacts parsed = cwm::ParseTaskFacts(facts);
+  py::array_t<float> out(std::vector<py::ssize_t>{static_cast<py::ssize_t>(traces.size()), cwm::NumTileFootprint()});
+  float* o = out.mutable_data();
+  {
+    py::gil_scoped_release release;
+    cwm::TileFootprint(traces, parsed, cores, o);
+  }
+  return out;
+}
+
 // The ranker's trees (forest.h); predict releases the GIL.
 class ForestPy {
  public:
@@ -336,6 +349,8 @@ PYBIND11_MODULE(_native, m) {
         "Compute-at locations of action sequences (twin of cwm.model.compute_locations.compute_locations)");
   m.def("loop_tiles", &LoopTilesPy, py::arg("ints"), py::arg("numbers"), py::arg("lengths"),
         "Tile factors of each loop of the tiled nest (twin of cwm.model.loop_tiles.loop_tiles)");
+  m.def("tile_footprint", &TileFootprintPy, py::arg("traces"), py::arg("facts"), py::arg("cores"),
+        "The tiled block's parallel grain and cache footprints (twin of cwm.model.tile_footprint.tile_footprint)");
   py::class_<ForestPy>(m, "Forest")
       .def(py::init<py::bytes>(), py::arg("model_json"), "an XGBoost gbtree model as JSON bytes (save_raw('json'))")
       .def("predict", &ForestPy::Predict, py::arg("rows"), py::arg("num_threads") = 1,

@@ -207,12 +207,14 @@ def test_state_dependent_model_saves_loads_and_scores(workload_mods, model, tmp_
     assert got.shape == plain.shape and np.abs(got - plain).max() > 1e-3
 
 
-def assert_cli_matches_python(model_dir: Path, model, workload_mods, out: Path) -> None:
-    """cwm_score on ``model_dir`` scores the fixture's input as ``model`` (loaded from it) does."""
-    proc = subprocess.run([str(CLI), str(model_dir), str(FIXTURE / "input.jsonl"), "-o", str(out),
+def assert_cli_matches_python(model_dir: Path, model, workload_mods, out: Path, given: Path | None = None) -> None:
+    """cwm_score on ``model_dir`` scores the fixture's input (or ``given``, the same tasks with more
+    keys) as ``model`` (loaded from it) does."""
+    given = given or FIXTURE / "input.jsonl"
+    proc = subprocess.run([str(CLI), str(model_dir), str(given), "-o", str(out),
                            "--threads", "2"], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    for got, task in zip(_lines(out), _lines(FIXTURE / "input.jsonl"), strict=True):
+    for got, task in zip(_lines(out), _lines(given), strict=True):
         want = model.score(workload_mods[task["task"]], task["traces"], task["target"])
         np.testing.assert_allclose(got["scores"], want, rtol=1e-5, atol=1e-5)  # as ctest's parity (JSON text)
 

@@ -126,12 +126,19 @@ def assert_cli_scores_the_flagged_model(make_model, flag: str, workload_mods, tr
     exactly as Python does, and refuses it with a non-boolean manifest ``flag``."""
     import subprocess
 
-    from tests.test_scorer_cli import CLI, FIXTURE, _with_manifest, assert_cli_matches_python
+    from cwm.model import trace_columns
+    from tests.test_scorer_cli import CLI, FIXTURE, _lines, _with_manifest, assert_cli_matches_python
 
     if not CLI.is_file():
         pytest.skip(f"{CLI} is not built (cmake --build build/cmake)")
     model = make_model(tmp_path / "model", workload_mods, trace_records)
-    assert_cli_matches_python(tmp_path / "model", model, workload_mods, tmp_path / "scores.jsonl")
+    given = None
+    if any(f in trace_columns.TASK_FAMILIES for f in model.columns):  # the fixture's tasks with their facts
+        given = tmp_path / "input.jsonl"
+        with open(given, "w") as f:
+            for task in _lines(FIXTURE / "input.jsonl"):
+                f.write(json.dumps({**task, "facts": json.loads(model.task_facts(workload_mods[task["task"]]))}) + "\n")
+    assert_cli_matches_python(tmp_path / "model", model, workload_mods, tmp_path / "scores.jsonl", given)
     bad = _with_manifest(tmp_path / "model", tmp_path / "bad", **{flag: 1})
     proc = subprocess.run([str(CLI), str(bad), str(FIXTURE / "input.jsonl")], capture_output=True, text=True,
                           timeout=120)

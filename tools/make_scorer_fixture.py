@@ -73,13 +73,12 @@ def build_model(recs, mods, structure: bool = True):
 def fit_tiny_ranker(model, recs, mods):
     """A 20-tree ranker on ``model``'s rows of the recorded llvm tuning runs of ``mods``' workloads
     (the fixture's; tests/test_vector_alignment.py refits one on rows that hold the vector fill)."""
-    from cwm import native
     from cwm.model.ranker import Ranker, RankerConfig
 
     feats, lat, groups = [], [], []
     for g, name in enumerate(sorted(mods)):
         rows = [r for r in recs if r["workload"] == name and r["source"] == "tuning"]
-        fb = native.featurize_batch([r["trace"] for r in rows])
+        fb = model.featurize(mods[name], [r["trace"] for r in rows])
         z0 = model.z0(mods[name])
         feats.append(model.features(model.rollout(z0, fb), fb, json.loads(rows[0]["target"]), z0))
         lat += [float(np.median(r["run_secs"])) if r["run_secs"] and not (r["build_error"] or r["run_error"])

@@ -61,7 +61,7 @@ def featurize_batch(traces, num_threads: int = 1):
 
     traces = [t if isinstance(t, str) else t.decode() if isinstance(t, bytes) else _dumps(t) for t in traces]
     ints, numbers, lengths, unknown = _call(load().featurize_batch, traces, int(num_threads))
-    return FeatureBatch(np.asarray(ints), np.asarray(numbers), np.asarray(lengths), np.asarray(unknown))
+    return FeatureBatch(np.asarray(ints), np.asarray(numbers), np.asarray(lengths), np.asarray(unknown), traces)
 
 
 def canonical_actions(trace: str):
@@ -122,6 +122,15 @@ def compute_locations(fb) -> np.ndarray:
 def loop_tiles(fb) -> np.ndarray:
     """Native twin of :func:`cwm.model.loop_tiles.loop_tiles` for a :class:`FeatureBatch`."""
     return load().loop_tiles(*_action_arrays(fb))
+
+
+def tile_footprint(fb, cores: int) -> np.ndarray:
+    """Native twin of :func:`cwm.model.tile_footprint.tile_footprint` for a :class:`FeatureBatch` of
+    one task that carries its traces and the task's facts (:meth:`WorldModel.featurize`)."""
+    if fb.traces is None or fb.facts is None:
+        raise ValueError("the tile_footprint columns need the batch's traces and its task's facts: featurize "
+                         "with WorldModel.featurize(workload, traces)")
+    return _call(load().tile_footprint, list(fb.traces), fb.facts, int(cores))
 
 
 def sequence_stats(fb) -> np.ndarray:

@@ -23,7 +23,8 @@ constexpr const char* kUsage =
     "usage: cwm_score MODEL_DIR INPUT.jsonl [-o SCORES.jsonl] [--threads N]\n"
     "  MODEL_DIR    a saved CWM world model (WorldModel.save)\n"
     "  INPUT.jsonl  one task per line: {\"task\", \"z0\", \"target\", \"traces\"} ('-' = stdin),\n"
-    "               and \"reference\" for a model that centres its rows;\n"
+    "               \"reference\" for a model that centres its rows, and \"facts\" for one\n"
+    "               that reads the tiled block's buffer accesses;\n"
     "               write it with `python -m cwm.model.scorer_input`\n"
     "  -o PATH      write {\"task\", \"scores\"} lines to PATH (default: stdout)\n"
     "  --threads N  threads for featurisation, rollout and XGBoost (default 1)\n";
@@ -89,7 +90,8 @@ int main(int argc, char** argv) {
       cwm::ScoreTask task = cwm::ParseScoreTask(line, where);
       std::vector<float> scores;
       try {
-        scores = scorer.Score(task.z0, task.hardware, task.traces, task.reference);
+        scores = scorer.Score(task.z0, task.hardware, task.traces, task.reference,
+                              task.has_facts ? &task.facts : nullptr);
       } catch (const cwm::ScorerError& e) {
         throw cwm::ScorerError(where + ": " + e.what());
       }

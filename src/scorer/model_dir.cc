@@ -190,6 +190,7 @@ ModelDir ReadModelDir(const std::string& dir) {
       throw ScorerError(manifest_path + ": " + family.flag +
                         " comes after the trace structure (model v4 and later)");
     out.columns.push_back(&family);
+    out.needs_facts = out.needs_facts || family.fill_task != nullptr;
     width += static_cast<size_t>(family.width());
     families += std::string(family.flag) + ", ";
   }

@@ -34,6 +34,7 @@ struct ModelDir {
   std::vector<std::string> feature_names;  // ranker feature names, from the manifest
   bool structure = true;                   // the features include the trace structure (v4)
   std::vector<const TraceColumnFamily*> columns;  // ... and these families (manifest flags), in row order
+  bool needs_facts = false;                // one of them is a task family: a task's input needs its facts
   bool centred = false;                    // rows [x, x - reference] (manifest "centring"; cwm.model.centring)
   std::string ranker_path;                 // <dir>/ranker.json (XGBoost JSON model)
   bool has_sequence_head = false;          // model v6

@@ -26,12 +26,14 @@ FeatureBatch Scorer::Featurize(const std::vector<std::string>& traces) const {
 }
 
 std::vector<float> Scorer::Features(const std::vector<float>& z0, const HardwareFeatures& hw,
-                                    const std::vector<std::string>& traces, const std::vector<float>& reference) {
-  return Rows(z0, hw, Featurize(traces), reference);
+                                    const std::vector<std::string>& traces, const std::vector<float>& reference,
+                                    const TaskFacts* facts) {
+  return Rows(z0, hw, Featurize(traces), traces, reference, facts);
 }
 
 std::vector<float> Scorer::Rows(const std::vector<float>& z0, const HardwareFeatures& hw, const FeatureBatch& fb,
-                                const std::vector<float>& reference) {
+                                const std::vector<std::string>& traces, const std::vector<float>& reference,
+                                const TaskFacts* facts) {
   const int D = dim();
   if (static_cast<int>(z0.size()) != D)
     throw ScorerError("z0 has " + std::to_string(z0.size()) + " values, the model's latent size is " +
@@ -42,6 +44,9 @@ std::vector<float> Scorer::Rows(const std::vector<float>& z0, const HardwareFeat
                       " values, not " + std::to_string(reference.size()));
   if (!model_.centred && !reference.empty())
     throw ScorerError("this model does not centre its rows: the task's 'reference' would be ignored");
+  if (model_.needs_facts && !facts)
+    throw ScorerError("this model reads the tiled block's buffer accesses: the task needs its 'facts' "
+                      "(python -m cwm.model.scorer_input writes them)");
   const int B = fb.batch, T = fb.max_len, S = NumSequenceStats(), F = num_features();
   const int P = model_.structure ? NumStructureStats() : 0;
   std::vector<float> z(static_cast<size_t>(B) * D), zt(static_cast<size_t>(B) * D);
@@ -58,7 +63,15 @@ std::vector<float> Scorer::Rows(const std::vector<float>& z0, const HardwareFeat
   std::vector<std::vector<float>> columns;  // one [B, width] block per family the model takes
   for (const TraceColumnFamily* family : model_.columns) {
     columns.emplace_back(static_cast<size_t>(B) * family->width());
-    family->fill(fb.ints.data(), fb.numbers.data(), fb.lengths.data(), B, T, columns.back().data());
+    if (family->fill) {
+      family->fill(fb.ints.data(), fb.numbers.data(), fb.lengths.data(), B, T, columns.back().data());
+      continue;
+    }
+    try {  // a task family: int(hardware[0]) cores, as WorldModel.raw_features
+      family->fill_task(traces, *facts, static_cast<int>(hw[0]), columns.back().data());
+    } catch (const std::invalid_argument& e) {
+      throw ScorerError(e.what());
+    }
   }
   std::vector<float> x(static_cast<size_t>(B) * F);
   for (int b = 0; b < B; ++b) {
@@ -79,9 +92,10 @@ std::vector<float> Scorer::Rows(const std::vector<float>& z0, const HardwareFeat
 }
 
 std::vector<float> Scorer::Score(const std::vector<float>& z0, const HardwareFeatures& hw,
-                                 const std::vector<std::string>& traces, const std::vector<float>& reference) {
+                                 const std::vector<std::string>& traces, const std::vector<float>& reference,
+                                 const TaskFacts* facts) {
   const FeatureBatch fb = Featurize(traces);
-  std::vector<float> x = Rows(z0, hw, fb, reference);
+  std::vector<float> x = Rows(z0, hw, fb, traces, reference, facts);
   std::vector<float> margin = ranker_.Predict(x.data(), traces.size(), static_cast<size_t>(num_features()));
   if (!model_.has_sequence_head || traces.empty()) return margin;
   std::vector<double> sequence(static_cast<size_t>(fb.batch));
@@ -96,8 +110,9 @@ std::vector<float> Scorer::Score(const std::vector<float>& z0, const HardwareFea
 }
 
 std::vector<float> Scorer::Score(const std::vector<float>& z0, const Json& target,
-                                 const std::vector<std::string>& traces, const std::vector<float>& reference) {
-  return Score(z0, HardwareFeaturesOf(target), traces, reference);
+                                 const std::vector<std::string>& traces, const std::vector<float>& reference,
+                                 const TaskFacts* facts) {
+  return Score(z0, HardwareFeaturesOf(target), traces, reference, facts);
 }
 
 }  // namespace cwm

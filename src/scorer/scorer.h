@@ -21,6 +21,7 @@
 #include "scorer/hardware.h"
 #include "scorer/model_dir.h"
 #include "scorer/xgb_ranker.h"
+#include "tile_footprint.h"
 #include "transition.h"
 
 namespace cwm {
@@ -39,21 +40,26 @@ class Scorer {
 
   // Ranker features [traces.size(), num_features()], row-major. A centring model
   // (model().centred) needs the task's `reference` row, one value per uncentred feature
-  // (cwm.model.centring: WorldModel.reference); others take none.
+  // (cwm.model.centring: WorldModel.reference); others take none. A model that takes a task
+  // family (model().needs_facts) needs the task's `facts` (cwm.model.tile_footprint.task_facts).
   std::vector<float> Features(const std::vector<float>& z0, const HardwareFeatures& hw,
-                              const std::vector<std::string>& traces, const std::vector<float>& reference = {});
+                              const std::vector<std::string>& traces, const std::vector<float>& reference = {},
+                              const TaskFacts* facts = nullptr);
   // Scores of one workload's candidate traces (TVM trace JSON texts); higher = predicted faster.
-  // Thread-safe. Throws ScorerError (bad z0 length, a missing or bad reference, a bad trace named by its index, ...).
+  // Thread-safe. Throws ScorerError (bad z0 length, a missing or bad reference, missing facts, a bad
+  // trace named by its index, ...).
   std::vector<float> Score(const std::vector<float>& z0, const HardwareFeatures& hw,
-                           const std::vector<std::string>& traces, const std::vector<float>& reference = {});
+                           const std::vector<std::string>& traces, const std::vector<float>& reference = {},
+                           const TaskFacts* facts = nullptr);
   // The same with the target's JSON object (or its JSON text as a string value).
   std::vector<float> Score(const std::vector<float>& z0, const Json& target, const std::vector<std::string>& traces,
-                           const std::vector<float>& reference = {});
+                           const std::vector<float>& reference = {}, const TaskFacts* facts = nullptr);
 
  private:
   FeatureBatch Featurize(const std::vector<std::string>& traces) const;  // ScorerError naming a bad trace
   std::vector<float> Rows(const std::vector<float>& z0, const HardwareFeatures& hw, const FeatureBatch& fb,
-                          const std::vector<float>& reference);  // Features() of featurised traces
+                          const std::vector<std::string>& traces, const std::vector<float>& reference,
+                          const TaskFacts* facts);  // Features() of featurised traces
 
   ModelDir model_;
   XgbRanker ranker_;

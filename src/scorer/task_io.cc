@@ -26,6 +26,14 @@ ScoreTask ParseScoreTask(const std::string& line, const std::string& where) {
       t.reference.push_back(static_cast<float>(x.number()));
     }
   }
+  if (const Json* facts = Find(v, "facts")) {  // cwm.model.tile_footprint.task_facts, computed in Python
+    try {
+      t.facts = ParseTaskFacts(*facts);
+    } catch (const JsonError& e) {
+      throw ScorerError(where + ": 'facts': " + e.what());
+    }
+    t.has_facts = true;
+  }
   const Json* hw = Find(v, "hardware");
   const Json* target = Find(v, "target");
   if (hw) {

@@ -1,7 +1,8 @@
 // The JSONL formats of the scorer (docs/scorer.md).
 //   input, one line per task:  {"task": ..., "z0": [D floats], "target": {...} | "<target JSON>",
 //                               "traces": ["<trace JSON>" | [insts, decisions], ...]}
-//   ("hardware": [5 floats] may replace "target")
+//   ("hardware": [5 floats] may replace "target"; "reference": [floats] for a centring model;
+//    "facts": {"blocks": ...} for a model that takes a task family)
 //   output, one line per task: {"task": ..., "scores": [one float per trace]}
 #pragma once
 #include <string>
@@ -9,6 +10,7 @@
 
 #include "json.h"
 #include "scorer/hardware.h"
+#include "tile_footprint.h"
 
 namespace cwm {
 
@@ -18,6 +20,8 @@ struct ScoreTask {
   HardwareFeatures hardware{};
   std::vector<std::string> traces;  // trace JSON texts
   std::vector<float> reference;     // the task's reference row (a centring model's input); empty if absent
+  bool has_facts = false;           // "facts" given (cwm.model.tile_footprint.task_facts; a task family's input)
+  TaskFacts facts;
 };
 
 // One input line; throws ScorerError with `where` (e.g. "input.jsonl:3") in the message.

@@ -9,6 +9,7 @@ padded with ``<pad>`` rows (all zeros) to its longest sequence.
 """
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass
 
@@ -39,6 +40,8 @@ class FeatureBatch:
     numbers: np.ndarray  # [B, T, NUM_NUMBERS] float32
     lengths: np.ndarray  # [B] int32, actions per trace
     unknown: np.ndarray  # [B] int32, <unk> actions per trace
+    traces: list | None = None  # the trace JSON texts (cwm.native.featurize_batch keeps them)
+    facts: str | None = None  # the task's facts as JSON text, for cwm.model.tile_footprint (WorldModel.featurize)
 
 
 def action_rows(ct: CanonicalTrace) -> tuple[np.ndarray, np.ndarray]:
@@ -92,4 +95,5 @@ def featurize_batch(traces) -> FeatureBatch:
         lengths[i] = ri.shape[0]
         ints[i, : ri.shape[0]] = ri
         nums[i, : rn.shape[0]] = rn
-    return FeatureBatch(ints, nums, lengths, np.asarray(unknown, np.int32))
+    texts = [t if isinstance(t, str) else json.dumps(t) for t in traces]
+    return FeatureBatch(ints, nums, lengths, np.asarray(unknown, np.int32), texts)

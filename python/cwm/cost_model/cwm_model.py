@@ -144,10 +144,8 @@ class CWMCostModel(PyCostModel):
     # ------------------------------------------------------------ offline API
     def _prior(self, workload, traces, target):
         """``(features [N, F], prior margins [N])``; the margins equal ``WorldModel.score``."""
-        from cwm import native
-
         wm = self.world_model
-        fb = native.featurize_batch(list(traces))
+        fb = wm.featurize(workload, list(traces))
         z0 = wm.z0(workload)
         reference = wm.reference(workload, target) if wm.centring else None
         feats = wm.features(wm.rollout(z0, fb, num_threads=self.num_threads), fb, target, z0, reference)

@@ -40,9 +40,7 @@ def latencies(trajs, min_valid: int = 2) -> np.ndarray | None:
     return lat if np.isfinite(lat).sum() >= min_valid else None
 
 
-def _task_arrays(loader, keys, min_valid: int = 2):
-    from cwm import native
-
+def _task_arrays(loader, keys, model, min_valid: int = 2):
     out = []
     for key in keys:
         trajs = loader.trajectories(key)
@@ -50,7 +48,8 @@ def _task_arrays(loader, keys, min_valid: int = 2):
         if lat is None:
             continue
         meta = loader.store.get_task(key)
-        out.append({"key": key, "trajs": trajs, "lat": lat, "fb": native.featurize_batch([t.trace for t in trajs]),
+        out.append({"key": key, "trajs": trajs, "lat": lat,
+                    "fb": model.featurize(loader.workload(key), [t.trace for t in trajs]),
                     "weight": float(sum(meta.get("networks", {}).values()) or 1.0)})
     return out
 
@@ -99,8 +98,8 @@ def evaluate(root, model_dir, seed: int = 0, log=print, state_cache=None, extra_
     model = WorldModel.load(model_dir)
     fingerprint = encoder_fingerprint(model_dir)  # E(s) depends on the encoder alone
     target = loader.store.manifest().get("target") or {"kind": "llvm"}
-    train = _task_arrays(loader, train_keys)
-    test = _task_arrays(loader, test_keys)
+    train = _task_arrays(loader, train_keys, model)
+    test = _task_arrays(loader, test_keys, model)
     if not test:
         raise ValueError("no held-out test task has measured records yet")
     log(f"train tasks {len(train)}, test tasks {len(test)}, test candidates {sum(len(t['lat']) for t in test)}")

@@ -275,7 +275,6 @@ def _fold_rank_rollouts(transition, rank_cfg, fit: list[dict], val: list[dict], 
 
 def _representations_of(loader, model, keys, cache_dir, fingerprint, max_candidates, seed, with_et, log,
                         what: str, with_fb: bool = False) -> list[dict]:
-    from cwm import native
     from cwm.model.probe_features import probe_subset, task_representations
 
     target = loader.store.manifest().get("target") or {"kind": "llvm"}
@@ -284,8 +283,8 @@ def _representations_of(loader, model, keys, cache_dir, fingerprint, max_candida
         arrays = task_representations(loader, model, key, target, cache_dir, fingerprint, max_candidates, seed,
                                       with_et)
         if arrays is not None and with_fb:  # the same seeded subset as the cached arrays
-            arrays = dict(arrays, fb=native.featurize_batch(
-                [t.trace for t in probe_subset(loader.trajectories(key), max_candidates, seed)]))
+            arrays = dict(arrays, fb=model.featurize(loader.workload(key), [
+                t.trace for t in probe_subset(loader.trajectories(key), max_candidates, seed)]))
             if len(arrays["fb"].lengths) != len(arrays["lat"]):
                 raise RuntimeError(f"{key}: the cached probe arrays and the dataset disagree; clear the cache")
         if arrays is not None:

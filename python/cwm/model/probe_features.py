@@ -138,7 +138,6 @@ def task_representations(loader, model, key: str, target, cache_dir, fingerprint
     says so with a ``no_store`` entry): replaying every candidate is most of a cold probe's time,
     and a ranker on the rollout does not read them.
     """
-    from cwm import native
     from cwm.model.state_cache import encoded_states
 
     trajs = probe_subset(loader.trajectories(key), max_candidates, seed)
@@ -151,7 +150,7 @@ def task_representations(loader, model, key: str, target, cache_dir, fingerprint
             if ("et" in f.files or not with_et) and ("no_store" not in f.files or not with_store):
                 return {k: f[k] for k in f.files if k != "no_store"}
     workload = loader.workload(key)
-    fb = native.featurize_batch([t.trace for t in trajs])
+    fb = model.featurize(workload, [t.trace for t in trajs])
     z0 = model.z0(workload)
     zt_hat = model.rollout(z0, fb)
     stats = model.raw_features(zt_hat, fb, target, z0)[:, len(z0):]

@@ -6,6 +6,9 @@ with the task's target and candidate traces, one JSON object per line::
 
     {"task": "...", "z0": [D floats], "target": {TVM target JSON}, "traces": ["<trace JSON>", ...]}
 
+with the task's reference row for a model that centres its rows (``"reference"``) and its facts
+for one that takes a task family (``"facts"``, :func:`cwm.model.tile_footprint.task_facts`).
+
 Use :func:`write_scorer_input` from code, or the command line on a dataset::
 
     python -m cwm.model.scorer_input MODEL_DIR DATASET_DIR -o input.jsonl [--split test]
@@ -16,6 +19,8 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+
+from cwm.model import trace_columns
 
 
 def target_dict(target) -> dict:
@@ -43,6 +48,8 @@ def task_record(model, workload, traces, target, task=None) -> dict:
               "traces": [_trace(t) for t in traces]}
     if model.centring:  # the design-space sampling is TVM's, so the reference row comes with the input
         record["reference"] = [float(x) for x in model.reference(workload, target)]
+    if any(f in trace_columns.TASK_FAMILIES for f in model.columns):  # s_0's analysis is TVM's too
+        record["facts"] = json.loads(model.task_facts(workload))
     return record
 
 

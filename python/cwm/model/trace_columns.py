@@ -8,7 +8,11 @@ runs; parity-tested). The C++ scorer reads the same flags (``src/scorer/trace_co
 
 * ``vector_alignment``: the vector-register fill (docs/decisions.md §66);
 * ``compute_locations``: each sampled compute-at location in trace order (§67);
-* ``loop_tiles``: which loop of the tiled nest gets which tile factors (§95).
+* ``loop_tiles``: which loop of the tiled nest gets which tile factors (§95);
+* ``tile_footprint``: the tiled block's parallel grain and cache footprints (§104). A *task family*
+  (:data:`TASK_FAMILIES`): it reads the batch's trace texts and its task's facts from ``s_0``
+  (:meth:`WorldModel.featurize` attaches them) and the target's cores, so its spec and twin take
+  those instead of the action arrays.
 
 Adding a family: its module, its native twin, an entry here and in ``src/scorer/trace_columns.cc``.
 """
@@ -18,7 +22,8 @@ from importlib import import_module
 
 import numpy as np
 
-FAMILIES = ("vector_alignment", "compute_locations", "loop_tiles")
+FAMILIES = ("vector_alignment", "compute_locations", "loop_tiles", "tile_footprint")
+TASK_FAMILIES = ("tile_footprint",)
 
 
 def _module(family: str):
@@ -40,14 +45,23 @@ def names(families) -> list[str]:
     return [n for family in ordered(families) for n in _module(family).NAMES]
 
 
-def spec_columns(family: str, ints: np.ndarray, numbers: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """The NumPy spec of one family on a padded batch."""
-    return getattr(_module(family), family)(ints, numbers, lengths)
+def spec_columns(family: str, fb, cores: int) -> np.ndarray:
+    """The spec of one family on a :class:`FeatureBatch` (a task family's also reads its traces
+    and facts, and ``cores``)."""
+    if family in TASK_FAMILIES:
+        import json
+
+        if fb.traces is None or fb.facts is None:
+            raise ValueError(f"the {family} columns need the batch's traces and its task's facts")
+        return getattr(_module(family), family)(fb.traces, json.loads(fb.facts), cores)
+    return getattr(_module(family), family)(fb.ints, fb.numbers, fb.lengths)
 
 
-def native_columns(families: tuple[str, ...], fb) -> list[np.ndarray]:
+def native_columns(families: tuple[str, ...], fb, cores: int) -> list[np.ndarray]:
     """The native twins' columns of ``families`` (in row order, as :func:`ordered` gives them) for
-    a :class:`FeatureBatch`; on the scoring path, so it does not order them again."""
+    a :class:`FeatureBatch` on a target of ``cores`` cores; on the scoring path, so it does not
+    order them again."""
     from cwm import native
 
-    return [getattr(native, family)(fb) for family in families]
+    return [native.tile_footprint(fb, cores) if family in TASK_FAMILIES else getattr(native, family)(fb)
+            for family in families]

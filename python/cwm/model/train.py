@@ -134,13 +134,12 @@ def fit_ranker(model, loader, by_task: dict, rcfg: RankerConfig):
 
 def ranker_rows(model, loader, by_task: dict):
     """``(key, trajectories, FeatureBatch, ranker rows)`` of every task of ``by_task``, in key order."""
-    from cwm import native
     from cwm.target_spec import host_target
 
     target = loader.store.manifest().get("target") or json.loads(str(host_target()))
     for key, trajs in sorted(by_task.items()):
-        fb = native.featurize_batch([t.trace for t in trajs])
         workload = loader.workload(key)
+        fb = model.featurize(workload, [t.trace for t in trajs])
         z0 = model.z0(workload)
         reference = model.reference(workload, target) if model.centring else None
         yield key, trajs, fb, model.features(model.rollout(z0, fb), fb, target, z0, reference)

@@ -60,6 +60,7 @@ class WorldModel:
         self.structure = structure  # the ranker's rows include the trace structure (model v4)
         self.columns = columns  # ... and these trace-column families (manifest flags); see the setter
         self._z0: dict[str, np.ndarray] = {}
+        self._facts: dict[str, str] = {}  # task -> its facts' JSON text (cwm.model.tile_footprint)
         self._samples: dict[tuple, object] = {}  # (task, target) -> FeatureBatch of design-space samples
         self._references: dict[tuple, np.ndarray] = {}  # (task, target) -> reference row
         self._core = None  # native TransH evaluator, built on first use
@@ -118,6 +119,31 @@ class WorldModel:
                 self._z0[key] = self.encoder.encode([workload.script()]).numpy()[0].astype(np.float32)
         return self._z0[key]
 
+    def task_facts(self, workload) -> str:
+        """The facts of an unscheduled workload that a task family reads
+        (:func:`cwm.model.tile_footprint.task_facts`, as JSON text), cached by structural hash."""
+        from cwm.model.tile_footprint import facts_text, task_facts
+        from cwm.workload_key import task_key
+
+        key = task_key(workload)
+        if key not in self._facts:
+            self._facts[key] = facts_text(task_facts(workload))
+        return self._facts[key]
+
+    def featurize(self, workload, traces, num_threads: int = 1):
+        """The :class:`FeatureBatch` of one workload's candidate traces, with what the model's
+        families read (:meth:`with_facts`)."""
+        from cwm import native
+
+        return self.with_facts(native.featurize_batch(traces, num_threads=num_threads), workload)
+
+    def with_facts(self, fb, workload):
+        """``fb`` (a batch of ``workload``'s candidates) with the task's facts attached when the model
+        takes a task family (:data:`trace_columns.TASK_FAMILIES`); ``fb`` itself."""
+        if any(f in trace_columns.TASK_FAMILIES for f in self.columns) and fb.facts is None:
+            fb.facts = self.task_facts(workload)
+        return fb
+
     def rollout(self, z0: np.ndarray, fb, num_threads: int = 1) -> np.ndarray:
         """``ẑ_T`` for every trace of a :class:`FeatureBatch`, from one ``z0 [D]`` (native core)."""
         if self._core is None:
@@ -162,7 +188,6 @@ class WorldModel:
         ``samples`` / ``seed``: :attr:`centring`'s unless given (``cwm probe`` asks any model)."""
         key, t = self._sampling_key(workload, target, samples, seed)
         if key not in self._samples:
-            from cwm import native
             from cwm.design_sample import sample_traces
 
             try:
@@ -173,7 +198,7 @@ class WorldModel:
                 warnings.warn(f"task {key[0]}: no design-space samples ({type(error).__name__}); its rows are "
                               "centred on zeros (the centred copy equals the rows)", stacklevel=2)
                 traces = []
-            self._samples[key] = native.featurize_batch(traces) if traces else None
+            self._samples[key] = self.featurize(workload, traces) if traces else None
         return self._samples[key]
 
     def reference(self, workload, target, samples: int | None = None, seed: int | None = None) -> np.ndarray:
@@ -192,14 +217,16 @@ class WorldModel:
 
     def raw_features(self, z_t: np.ndarray, fb, target, z0: np.ndarray) -> np.ndarray:
         """Rows ``[ẑ_T - z_0, action statistics, trace structure, trace-column families,
-        hardware]`` (docs/decisions.md §15, §44, §66, §67)."""
+        hardware]`` (docs/decisions.md §15, §44, §66, §67, §95, §104); a task family needs ``fb``
+        from :meth:`featurize` or :meth:`with_facts`."""
         from cwm import native
 
         stats = [native.sequence_stats(fb)]  # identical to action_stats.sequence_stats (parity-tested)
         if self.structure:
             stats.append(native.structure_stats(fb))  # identical to trace_structure.structure_stats
-        stats += trace_columns.native_columns(self.columns, fb)  # identical to their specs (parity-tested)
-        hw = np.repeat(action_stats.hardware_features(target)[None], len(stats[0]), 0)
+        hardware = action_stats.hardware_features(target)
+        stats += trace_columns.native_columns(self.columns, fb, int(hardware[0]))  # identical to their specs
+        hw = np.repeat(hardware[None], len(stats[0]), 0)
         dz = z_t.astype(np.float32) - np.asarray(z0, np.float32)
         return np.concatenate([dz, *stats, hw], 1)
 
@@ -213,9 +240,7 @@ class WorldModel:
 
     def score(self, workload, traces, target) -> np.ndarray:
         """Scores of candidate traces (JSON texts) of one workload; higher = predicted faster."""
-        from cwm import native
-
-        fb = native.featurize_batch(traces)
+        fb = self.featurize(workload, traces)
         z0 = self.z0(workload)
         reference = self.reference(workload, target) if self.centring else None
         return self.margins(self.features(self.rollout(z0, fb), fb, target, z0, reference), fb)

@@ -1,15 +1,13 @@
-"""bench/tile_footprint.py: the tiled block's parallel grain and cache footprints, read from a trace
-of MetaSchedule's instruction format and the unscheduled workload, on cases worked by hand."""
+"""cwm.model.tile_footprint (the spec) and its native twin: the tiled block's parallel grain and
+cache footprints, read from a trace in MetaSchedule's instruction format and the unscheduled
+workload's facts, on cases worked by hand."""
 from __future__ import annotations
 
 import json
 import math
-import sys
-from pathlib import Path
 
+import numpy as np
 import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 TILES = {"i": [2, 1, 2, 2], "j": [1, 2, 2, 2], "k": [4, 2]}  # outermost factor first
 
@@ -39,7 +37,7 @@ def visit(block: str, loops: int, parallel: int) -> list:
     """The post-processor's visit of one block: its loops, and a Fuse + Parallel of the first
     ``parallel`` of them when ``parallel``."""
     names = [f"{block}_l{q}" for q in range(loops)]
-    out = [["GetLoops", [block], [], names]]
+    out = [["GetSBlock", [], ["C", "main"], [block]], ["GetLoops", [block], [], names]]
     if parallel:
         out += [["Fuse", names[:parallel], [1], [f"{block}_f"]], ["Parallel", [f"{block}_f"], [], []]]
     return out
@@ -56,7 +54,7 @@ def matmul_workload():
 
 
 def test_nest_and_parallel_grain_read_from_the_trace():
-    from tile_footprint import tiled_nest
+    from cwm.model.tile_footprint import tiled_nest
 
     name, nest, parallel = tiled_nest(matmul_trace(visit("b9", 10, 2)))
     assert name == "C" and parallel == 2
@@ -70,15 +68,15 @@ def test_nest_and_parallel_grain_read_from_the_trace():
     (visit("b8", 4, 4) + visit("b9", 10, 1), 1),          # a block at the root: not the nest's loops
 ])
 def test_parallel_loops_of_the_tiled_block(postproc, loops):
-    from tile_footprint import tiled_nest
+    from cwm.model.tile_footprint import tiled_nest
 
     assert tiled_nest(matmul_trace(postproc))[2] == loops
 
 
 def test_columns_worked_by_hand():
-    from tile_footprint import NAMES, columns
+    from cwm.model.tile_footprint import NAMES, columns, task_facts
 
-    got = columns(matmul_trace(visit("b9", 10, 3)), matmul_workload(), {})
+    got = columns(matmul_trace(visit("b9", 10, 3)), task_facts(matmul_workload()), cores=2)
     assert len(got) == len(NAMES)
     # parallel: the first 3 loops, extents 2 * 1 * 1 = 2, a full wave on 2 cores
     assert got[:2] == [1.0, 0.0]
@@ -90,17 +88,65 @@ def test_columns_worked_by_hand():
 
 
 def test_a_strided_window_counts_its_halo():
-    from tile_footprint import footprint_bytes
+    from cwm.model.tile_footprint import footprint_bytes
 
     # x[2 * o + r] (float32) with o tiled to 4 and r to 3: 2 * 3 + 2 + 1 = 9 elements
-    buffers = {"x": [(4, [100], [([2, 1], 1)])]}
-    assert footprint_bytes([4, 3], buffers) == 36.0
+    assert footprint_bytes([4, 3], [[[4, [100], [[[2, 1], 1]]]]]) == 36.0
     # a dimension that is not affine counts whole
-    assert footprint_bytes([4, 3], {"x": [(4, [100], [(None, 1)])]}) == 400.0
+    assert footprint_bytes([4, 3], [[[4, [100], [[None, 1]]]]]) == 400.0
 
 
 def test_a_trace_without_a_tiled_block_reads_absent():
-    from tile_footprint import ABSENT, NAMES, columns
+    from cwm.model.tile_footprint import ABSENT, NAMES, columns
 
     trace = json.dumps([[["GetSBlock", [], ["C", "main"], ["b0"]]], []])
-    assert columns(trace, None, {}) == [ABSENT] * len(NAMES)
+    assert columns(trace, {"blocks": {}}, cores=2) == [ABSENT] * len(NAMES)
+
+
+def test_task_facts_of_a_matmul():
+    from cwm.model.tile_footprint import task_facts
+
+    facts = task_facts(matmul_workload())
+    # per buffer (A, B read; C written): [bytes, shape, per dim [coefficients over (i, j, k), extent]]
+    assert facts == {"blocks": {"C": {"extents": [8, 8, 8], "buffers": [
+        [[4, [8, 8], [[[1, 0, 0], 1], [[0, 0, 1], 1]]]],
+        [[4, [8, 8], [[[0, 0, 1], 1], [[0, 1, 0], 1]]]],
+        [[4, [8, 8], [[[1, 0, 0], 1], [[0, 1, 0], 1]]]]]}}}
+
+
+@pytest.mark.parametrize("cores, idle", [(1, 0.0), (2, 0.0), (3, 1 - 4 / 6), (8, 0.5)])
+def test_the_idle_share_of_the_last_wave(cores, idle):
+    from cwm.model.tile_footprint import columns, task_facts
+
+    # the first 4 loops: extents 2 * 1 * 1 * 2 = 4 parallel iterations
+    got = columns(matmul_trace(visit("b9", 10, 4)), task_facts(matmul_workload()), cores)
+    assert got[0] == 2.0 and got[1] == pytest.approx(idle, abs=1e-15)  # one float division
+
+
+def test_a_block_the_workload_lacks_keeps_the_parallel_grain_only():
+    from cwm.model.tile_footprint import ABSENT, FOOTPRINT_LEVELS, columns
+
+    got = columns(matmul_trace(visit("b9", 10, 2)), {"blocks": {}}, 2)
+    assert got[:2] == [1.0, 0.0] and got[2:] == [ABSENT] * FOOTPRINT_LEVELS
+
+
+def test_native_twin_reads_the_hand_worked_cases():
+    from cwm import native
+    from cwm.model.tile_footprint import columns, facts_text, task_facts
+
+    facts = task_facts(matmul_workload())
+    traces = [matmul_trace(visit("b9", 10, k)) for k in (0, 2, 3, 4)]
+    fb = native.featurize_batch(traces)
+    fb.facts = facts_text(facts)
+    want = np.asarray([columns(t, facts, 3) for t in traces], np.float32)
+    assert np.array_equal(native.tile_footprint(fb, 3), want)
+
+
+def test_native_twin_refuses_bad_facts():
+    from cwm import native
+    from cwm.actions.canonical import TraceFormatError
+
+    fb = native.featurize_batch([matmul_trace([])])
+    fb.facts = '{"blocks": {"C": {"extents": [8], "buffers": [[[4, [8], [["x", 1]]]]]}}}'
+    with pytest.raises(TraceFormatError, match="coefficients"):
+        native.tile_footprint(fb, 2)
