@@ -961,6 +961,11 @@ TABLES = (("ranking.json", ranking_table),
           ("tile_footprint.json", tile_footprint_table),
           ("adapt_sim.json", adapt_sim_table),
           ("seed_transfer.json", seed_transfer_table),
+          ("search_knobs_tile_footprint_zen4.json", captioned(search_knobs_table, "The parallel grain and cache "
+                                                                  "footprints in search (decision 105: "
+                                                                  "`add_columns=tile_footprint`), beside "
+                                                                  "`temperature=1.0000000`, a replica of the shipped "
+                                                                  "search run interleaved with it")),
           ("search_knobs_loop_tiles_xeon_m167.json", captioned(search_knobs_table, "The loop tiles in search "
                                                                 "(decision 97: `add_columns=loop_tiles`, the fold "
                                                                 "rankers fitted with decision 95's columns), beside "
