@@ -150,3 +150,18 @@ def test_native_twin_refuses_bad_facts():
     fb.facts = '{"blocks": {"C": {"extents": [8], "buffers": [[[4, [8], [["x", 1]]]]]}}}'
     with pytest.raises(TraceFormatError, match="coefficients"):
         native.tile_footprint(fb, 2)
+
+
+def test_a_block_with_a_symbolic_extent_is_left_out_of_the_facts():
+    import tvm
+    from tvm import te, tirx
+
+    from cwm.model.tile_footprint import task_facts
+
+    n = tirx.Var("n", "int64")
+    a, b = te.placeholder((n, 8), name="A"), te.placeholder((8, 8), name="B")
+    k = te.reduce_axis((0, 8), name="k")
+    c = te.compute((n, 8), lambda i, j: te.sum(a[i, k] * b[k, j], axis=k), name="C")
+    d = te.compute((8, 8), lambda i, j: b[i, j] * 2.0, name="D")
+    facts = task_facts(tvm.IRModule({"main": te.create_prim_func([a, b, c, d])}))
+    assert list(facts["blocks"]) == ["D"]

@@ -42,28 +42,41 @@ def task_facts(workload) -> dict:
     under ``s_0``'s root: its iteration extents, and per buffer (reads, then writes, first seen
     first) each access as ``[bytes per element, shape, dims]``, a dim as ``[coefficients over the
     block's iteration variables or None when not affine, extent]``. JSON-able (the scorer's input
-    carries it)."""
+    carries it). A block with a symbolic extent or buffer shape is left out (its candidates'
+    footprints read :data:`ABSENT`); a symbolic coefficient makes its dimension not affine."""
     from tvm import s_tir
     from tvm.sym.pattern import detect_linear_equation
+
+    def constant(x) -> int:
+        if not hasattr(x, "value"):
+            raise TypeError(f"not a constant: {x}")
+        return int(x.value)
+
+    def coefficients(expr, variables):
+        coef = list(detect_linear_equation(expr, variables)) if variables else []
+        if not coef or not all(hasattr(c, "value") for c in coef[:-1]):
+            return None
+        return [int(c.value) for c in coef[:-1]]
 
     sch = s_tir.Schedule(workload)
     blocks = {}
     pending = list(sch.get_child_blocks(sch.get_sblock("root")))
     while pending:
         rv = pending.pop(0)
+        pending += list(sch.get_child_blocks(rv))
         block = sch.get(rv)
         variables = [iv.var for iv in block.iter_vars]
         buffers: dict[str, list] = {}
-        for region in list(block.reads) + list(block.writes):
-            buf = region.source
-            dims = []
-            for r in region.region:
-                coef = list(detect_linear_equation(r.min, variables)) if variables else []
-                dims.append([[int(c) for c in coef[:-1]] if coef else None, int(r.extent)])
-            buffers.setdefault(buf.name, []).append([max(1, buf.dtype.bits // 8), [int(s) for s in buf.shape], dims])
-        blocks[block.name_hint] = {"extents": [int(iv.dom.extent) for iv in block.iter_vars],
-                                   "buffers": list(buffers.values())}
-        pending += list(sch.get_child_blocks(rv))
+        try:
+            for region in list(block.reads) + list(block.writes):
+                buf = region.source
+                dims = [[coefficients(r.min, variables), constant(r.extent)] for r in region.region]
+                buffers.setdefault(buf.name, []).append(
+                    [max(1, buf.dtype.bits // 8), [constant(s) for s in buf.shape], dims])
+            extents = [constant(iv.dom.extent) for iv in block.iter_vars]
+        except TypeError:  # a symbolic extent or shape
+            continue
+        blocks[block.name_hint] = {"extents": extents, "buffers": list(buffers.values())}
     return {"blocks": blocks}
 
 
