@@ -861,6 +861,9 @@ def captioned(render, caption: str):
 
 #: result file -> renderer, in README order
 TABLES = (("ranking.json", ranking_table),
+          ("ranking_v6_d98.json", captioned(ranking_table, "The previous shipped model (decision 98: the loop "
+                                             "tiles, without decision 105's parallel grain and cache footprints), "
+                                             "the same command on the Intel Xeon model 167")),
           ("ranking_v6_d78.json", captioned(ranking_table, "The previous shipped model (v6 before decision 98: no "
                                              "loop-tile columns), every row in one run with the static-final "
                                              "snapshot (decision 78, Intel Xeon model 207); kept for its "

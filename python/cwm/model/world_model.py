@@ -61,6 +61,7 @@ class WorldModel:
         self.columns = columns  # ... and these trace-column families (manifest flags); see the setter
         self._z0: dict[str, np.ndarray] = {}
         self._facts: dict[str, str] = {}  # task -> its facts' JSON text (cwm.model.tile_footprint)
+        self._last_key = None  # (the last workload object, its task key)
         self._samples: dict[tuple, object] = {}  # (task, target) -> FeatureBatch of design-space samples
         self._references: dict[tuple, np.ndarray] = {}  # (task, target) -> reference row
         self._core = None  # native TransH evaluator, built on first use
@@ -107,11 +108,19 @@ class WorldModel:
         self.meta["transition_source"] = {k: v for k, v in saved.items() if k != "transition"}
 
     # ----------------------------------------------------------------- pieces
+    def _task_key(self, workload) -> str:
+        """:func:`cwm.workload_key.task_key` of ``workload``, remembered for the last workload object:
+        one scoring call asks it for ``z_0``, the reference and the facts, and a structural hash
+        costs about 40 µs."""
+        if self._last_key is None or self._last_key[0] is not workload:
+            from cwm.workload_key import task_key
+
+            self._last_key = (workload, task_key(workload))
+        return self._last_key[1]
+
     def z0(self, workload) -> np.ndarray:
         """``E(s_0)`` of an unscheduled workload (IRModule), cached by structural hash."""
-        from cwm.workload_key import task_key
-
-        key = task_key(workload)
+        key = self._task_key(workload)
         if key not in self._z0:
             import torch
 
@@ -123,9 +132,8 @@ class WorldModel:
         """The facts of an unscheduled workload that a task family reads
         (:func:`cwm.model.tile_footprint.task_facts`, as JSON text), cached by structural hash."""
         from cwm.model.tile_footprint import facts_text, task_facts
-        from cwm.workload_key import task_key
 
-        key = task_key(workload)
+        key = self._task_key(workload)
         if key not in self._facts:
             self._facts[key] = facts_text(task_facts(workload))
         return self._facts[key]
@@ -166,14 +174,11 @@ class WorldModel:
 
         return centred(rows, reference)
 
-    @staticmethod
-    def _task_target(workload, target) -> tuple[tuple[str, str], dict]:
+    def _task_target(self, workload, target) -> tuple[tuple[str, str], dict]:
         import json
 
-        from cwm.workload_key import task_key
-
         t = target if isinstance(target, dict) else json.loads(str(target))
-        return (task_key(workload), json.dumps(t, sort_keys=True)), t
+        return (self._task_key(workload), json.dumps(t, sort_keys=True)), t
 
     def _sampling_key(self, workload, target, samples, seed) -> tuple[tuple, dict]:
         """``((task, target, samples, seed), target dict)``; ``samples`` / ``seed`` default to :attr:`centring`'s."""
