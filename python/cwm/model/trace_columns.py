@@ -63,5 +63,5 @@ def native_columns(families: tuple[str, ...], fb, cores: int) -> list[np.ndarray
     order them again."""
     from cwm import native
 
-    return [native.tile_footprint(fb, cores) if family in TASK_FAMILIES else getattr(native, family)(fb)
+    return [getattr(native, family)(fb, cores) if family in TASK_FAMILIES else getattr(native, family)(fb)
             for family in families]
