@@ -26,7 +26,8 @@ CORES = 2  # every training record was measured on a 2-core host (its target's n
 
 
 def footprint_rows(model, union, rows: dict) -> tuple[dict, dict]:
-    """``rows`` with :func:`columns` appended to each candidate's row, and counts of what was read."""
+    """``rows`` with :func:`cwm.model.tile_footprint.tile_footprint` appended to each candidate's row, and
+    counts of what was read."""
     import numpy as np
 
     from cwm.model.tile_footprint import ABSENT, task_facts, tile_footprint
