@@ -880,8 +880,12 @@ TABLES = (("ranking.json", ranking_table),
                                         "efficiency on 3 tasks (issue #12). The `xgb` runs (MetaSchedule's default, "
                                         "which reads no records) are those of `search_v6.json`, re-measured together "
                                         "with the new `cwm` and `xgb_pretrained` runs")),
-          ("search_v8_zen4.json", captioned(search_table, "The shipped model with the loop-tile columns "
-                                             "(decision 98), decision 91's command and tasks on the AMD EPYC Zen 4 "
+          ("search_v9_zen4.json", captioned(search_table, "The shipped model (decision 106: the loop-tile and "
+                                             "tile-footprint columns), decision 91's command and tasks on the AMD "
+                                             "EPYC Zen 4 host kind (decision 107): every method tuned and "
+                                             "re-measured there")),
+          ("search_v8_zen4.json", captioned(search_table, "The model before (decision 98: the loop-tile columns "
+                                             "only), decision 91's command and tasks on the AMD EPYC Zen 4 "
                                              "host kind (decision 103): every method tuned and re-measured there")),
           ("search_v8_xeon_m167.json", captioned(search_table, "The shipped model with the loop-tile columns "
                                                   "(decision 98: ranker and sequence head refitted), decision 91's "
