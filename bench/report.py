@@ -251,10 +251,23 @@ def scoring_table(r) -> list[str]:
            "", "| batch | native | Python reference | MetaSchedule XGBModel.predict | native ÷ XGBModel | "
            "rollout native ÷ reference |", "|---|---|---|---|---|---|"]
     for b in batches:
-        roll = (f"{ro['native'][b] / ro['reference'][b]:.1f}×" if b in ro.get("native", {}) and
-                b in ro.get("reference", {}) else "n/a")
+        roll_ratio = r.get("ratios", {}).get("rollout_native_vs_reference", {}).get(b)
+        if roll_ratio is None and b in ro.get("native", {}) and b in ro.get("reference", {}):
+            roll_ratio = ro["native"][b] / ro["reference"][b]
+        roll = f"{roll_ratio:.1f}×" if roll_ratio is not None else "n/a"
+        ratio = r.get("ratios", {}).get("native_vs_ms_xgb", {}).get(b, c["native"][b] / c["ms_xgb"][b])
         out.append(f"| {b} | {c['native'][b]:,.0f} | {c['reference'][b]:,.0f} | {c['ms_xgb'][b]:,.0f} | "
-                   f"{c['native'][b] / c['ms_xgb'][b]:.1f}× | {roll} |")
+                   f"{ratio:.1f}× | {roll} |")
+    if r.get("rounds"):
+        out += ["", f"Medians of {r['rounds']} interleaved windows of {r['window_s']} s a method; each ratio is the "
+                    "median of the rounds' ratios."]
+    stages = r.get("native_stage_us")
+    if stages:
+        names = list(next(iter(stages.values())))
+        out += ["", "The native path by stage, µs a candidate (`tile_footprint` is part of `columns`; `score` is "
+                    "the whole call):", "", "| batch | " + " | ".join(f"`{n}`" for n in names) + " |",
+                "|---|" + "---|" * len(names)]
+        out += [f"| {b} | " + " | ".join(f"{stages[b][n]:,.1f}" for n in names) + " |" for b in sorted(stages, key=int)]
     return out + [""]
 
 
@@ -1044,6 +1057,9 @@ TABLES = (("ranking.json", ranking_table),
           ("e2e_breakdown_resnet18.json", breakdown_table), ("e2e_breakdown_bert_base_tvm_reshape.json", breakdown_table),
           ("e2e_breakdown_bert_base.json", breakdown_table),
           ("scoring.json", scoring_table),
+          ("scoring_before_d108.json", captioned(scoring_table, "The same benchmark (interleaved windows, stages) "
+                                                 "run just before decision 108, with the shipped model's trace "
+                                                 "texts parsed a second time for the `tile_footprint` columns")),
           ("scoring_xeon.json", scoring_table),  # the same model and benchmark on the Intel Xeon host kind
           ("scoring_xeon_m167.json", scoring_table),  # and on the Xeon kind seen first in the 38th session
           ("fast_tuning.json", fast_tuning_table),

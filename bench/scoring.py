@@ -12,6 +12,11 @@ in one run, on one thread each:
 ``rollout_per_s`` isolates the transition: native core vs NumPy reference. ``--model`` is a
 trained model directory (``cwm train``; default: the shipped model).
 
+The methods are timed in interleaved windows (:data:`ROUNDS` rounds, each method once a round
+in a rotating order) and each rate is the median over the rounds; each ratio is the median of
+the rounds' ratios, so a burst of load on this shared machine moves one round, not a method.
+``native_stage_us`` splits the native path at each batch size into its stages (µs a candidate).
+
     python bench/scoring.py [--model DIR]   ->  bench/results/scoring.json
 """
 from __future__ import annotations
@@ -39,13 +44,54 @@ BATCHES = (1, 64, 2048)
 WORKLOAD = "conv2d_64x56x56_3x3"
 
 
-def rate(fn, batch: int, min_s: float = 1.0) -> float:
-    fn(batch)  # warm-up (caches, lazy imports)
+ROUNDS = 5
+WINDOW_S = 0.3
+
+
+def rate(fn, batch: int, min_s: float = WINDOW_S) -> float:
+    """Calls of ``fn(batch)`` for at least ``min_s`` (one call at the least) -> items a second."""
     done, start = 0, time.perf_counter()
     while time.perf_counter() - start < min_s:
         fn(batch)
         done += batch
     return done / (time.perf_counter() - start)
+
+
+def interleaved(fns: dict, batch: int, rounds: int = ROUNDS) -> dict[str, list[float]]:
+    """Each function's rate in ``rounds`` interleaved windows, the order rotating each round."""
+    names = list(fns)
+    for name in names:
+        fns[name](batch)  # warm-up (caches, lazy imports)
+    rates = {name: [] for name in names}
+    for r in range(rounds):
+        for name in names[r % len(names):] + names[:r % len(names)]:
+            rates[name].append(rate(fns[name], batch))
+    return rates
+
+
+def stage_us(wm, mod, pool, target, z0, batch: int) -> dict[str, float]:
+    """µs a candidate of each stage of ``WorldModel.score`` at ``batch`` (the median of
+    :data:`ROUNDS` windows each); ``tile_footprint`` is part of ``columns``."""
+    from cwm import native
+
+    traces = pool[:batch]
+    fb = wm.featurize(mod, traces)
+    reference = wm.reference(mod, target) if wm.centring else None
+    z_t = wm.rollout(z0, fb)
+    rows = wm.features(z_t, fb, target, z0, reference)
+    from cwm.model.action_stats import hardware_features
+
+    cores = int(hardware_features(target)[0])  # as WorldModel.raw_features
+    stages = {"featurize": lambda _: wm.featurize(mod, traces), "rollout": lambda _: wm.rollout(z0, fb),
+              "columns": lambda _: wm.features(z_t, fb, target, z0, reference),
+              "ranker": lambda _: wm.ranker.predict(rows)}
+    if "tile_footprint" in wm.columns:
+        stages["tile_footprint"] = lambda _: native.tile_footprint(fb, cores)
+    if wm.sequence_head is not None:
+        stages["sequence_head"] = lambda _: wm.sequence_head.scores(fb)
+    stages["score"] = lambda _: wm.score(mod, traces, target)
+    rates = interleaved(stages, batch)
+    return {name: round(1e6 / float(np.median(r)), 1) for name, r in rates.items()}
 
 
 def main(argv=None):
@@ -109,15 +155,22 @@ def main(argv=None):
         wm.reference(mod, target)
         out["reference_once_s"] = round(time.perf_counter() - start, 3)
         print("reference row, once per task:", out["reference_once_s"], "s", flush=True)
-    for name, fn in (("native", native), ("reference", reference), ("ms_xgb", ms_xgb)):
-        out["candidates_per_s"][name] = {str(b): round(rate(fn, b), 1) for b in BATCHES}
-        print(name, out["candidates_per_s"][name], flush=True)
-    for name, fn in (("native", rollout_native), ("reference", rollout_ref)):
-        out["rollout_per_s"][name] = {str(b): round(rate(fn, b), 1) for b in BATCHES}
-        print("rollout", name, out["rollout_per_s"][name], flush=True)
-    c, r = out["candidates_per_s"], out["rollout_per_s"]
-    out["ratios"] = {"native_vs_ms_xgb": {b: round(c["native"][b] / c["ms_xgb"][b], 1) for b in c["native"]},
-                     "rollout_native_vs_reference": {b: round(r["native"][b] / r["reference"][b], 1) for b in r["native"]}}
+    out["ratios"] = {"native_vs_ms_xgb": {}, "rollout_native_vs_reference": {}}
+    out["native_stage_us"] = {}
+    for b in BATCHES:
+        for kind, fns, (num, den) in (
+                ("candidates_per_s", {"native": native, "reference": reference, "ms_xgb": ms_xgb},
+                 ("native", "ms_xgb")),
+                ("rollout_per_s", {"native": rollout_native, "reference": rollout_ref}, ("native", "reference"))):
+            rates = interleaved(fns, b)
+            for name, r in rates.items():
+                out[kind].setdefault(name, {})[str(b)] = round(float(np.median(r)), 1)
+            ratio = "native_vs_ms_xgb" if kind == "candidates_per_s" else "rollout_native_vs_reference"
+            out["ratios"][ratio][str(b)] = round(float(np.median(np.divide(rates[num], rates[den]))), 1)
+            print(b, kind, {name: round(float(np.median(r)), 1) for name, r in rates.items()}, flush=True)
+        out["native_stage_us"][str(b)] = stage_us(wm, mod, pool, target, z0, b)
+        print(b, "µs a candidate by stage", out["native_stage_us"][str(b)], flush=True)
+    out["rounds"], out["window_s"] = ROUNDS, WINDOW_S
     out.update(model=str(args.model or "shipped default (python/cwm/default_model)"), workload=WORKLOAD,
                machine=machine(), date=today())
     print(json.dumps(out["ratios"]))

@@ -35,16 +35,28 @@ py::array_t<T> ToArray(std::vector<T>&& v, std::vector<py::ssize_t> shape) {
   return py::array_t<T>(shape, heap->data(), owner);
 }
 
-py::tuple FeaturizeBatch(const std::vector<std::string>& traces, int num_threads) {
+// Each trace's tiled nest (tile_footprint.h), read in the featuriser's parse; opaque to Python.
+struct TiledNests {
+  std::vector<cwm::TiledNest> nests;
+};
+
+py::tuple FeaturizeBatch(const std::vector<std::string>& traces, int num_threads, bool nests) {
   cwm::FeatureBatch fb;
+  TiledNests read;
   {
     py::gil_scoped_release release;
-    fb = cwm::FeaturizeBatch(traces, num_threads);
+    cwm::ParsedTraceHook hook;
+    if (nests) {
+      read.nests.resize(traces.size());
+      hook = [&read](int i, const cwm::Json& trace) { read.nests[static_cast<size_t>(i)] = cwm::ReadTiledNest(trace); };
+    }
+    fb = cwm::FeaturizeBatch(traces, num_threads, hook);
   }
   py::ssize_t b = fb.batch, t = fb.max_len;
+  py::object tiled = nests ? py::cast(std::move(read)) : py::none();
   return py::make_tuple(ToArray(std::move(fb.ints), {b, t, cwm::kIntColumns}),
                         ToArray(std::move(fb.numbers), {b, t, cwm::kNumNumbers}), ToArray(std::move(fb.lengths), {b}),
-                        ToArray(std::move(fb.unknown), {b}));
+                        ToArray(std::move(fb.unknown), {b}), tiled);
 }
 
 py::tuple CanonicalActions(const std::string& trace) {
@@ -272,14 +284,25 @@ py::array_t<float> LoopTilesPy(const py::array& ints, const py::array& nums, con
   return PerTraceStats(ints, nums, lengths, cwm::NumLoopTiles(), cwm::LoopTiles);
 }
 
-// Trace JSON texts of one task and its facts' JSON -> [B, NumTileFootprint()] float32.
-py::array_t<float> TileFootprintPy(const std::vector<std::string>& traces, const std::string& facts, int cores) {
-  const cwm::TaskFacts parsed = cwm::ParseTaskFacts(facts);
+// Trace JSON texts of one task and its parsed facts -> [B, NumTileFootprint()] float32.
+py::array_t<float> TileFootprintPy(const std::vector<std::string>& traces, const cwm::TaskFacts& facts, int cores) {
   py::array_t<float> out(std::vector<py::ssize_t>{static_cast<py::ssize_t>(traces.size()), cwm::NumTileFootprint()});
   float* o = out.mutable_data();
   {
     py::gil_scoped_release release;
-    cwm::TileFootprint(traces, parsed, cores, o);
+    cwm::TileFootprint(traces, facts, cores, o);
+  }
+  return out;
+}
+
+// The same from the nests featurize_batch(..., nests=True) read.
+py::array_t<float> TileFootprintOfNestsPy(const TiledNests& nests, const cwm::TaskFacts& facts, int cores) {
+  py::array_t<float> out(
+      std::vector<py::ssize_t>{static_cast<py::ssize_t>(nests.nests.size()), cwm::NumTileFootprint()});
+  float* o = out.mutable_data();
+  {
+    py::gil_scoped_release release;
+    cwm::TileFootprintOfNests(nests.nests, facts, cores, o);
   }
   return out;
 }
@@ -324,8 +347,10 @@ PYBIND11_MODULE(_native, m) {
   m.def("action_kinds", [] { return cwm::ActionKinds(); });
   m.def("int_columns", [] { return cwm::kIntColumns; });
   m.def("num_numbers", [] { return cwm::kNumNumbers; });
-  m.def("featurize_batch", &FeaturizeBatch, py::arg("traces"), py::arg("num_threads") = 1,
-        "Trace JSON texts -> (ints[B,T,C] int32, numbers[B,T,N] float32, lengths[B], unknown[B])");
+  py::class_<TiledNests>(m, "TiledNests").def("__len__", [](const TiledNests& n) { return n.nests.size(); });
+  m.def("featurize_batch", &FeaturizeBatch, py::arg("traces"), py::arg("num_threads") = 1, py::arg("nests") = false,
+        "Trace JSON texts -> (ints[B,T,C] int32, numbers[B,T,N] float32, lengths[B], unknown[B], TiledNests or "
+        "None): with nests, each trace's tiled nest read in the same parse (for tile_footprint_of_nests)");
   py::class_<TransitionCore>(m, "TransitionCore")
       .def(py::init<py::dict, int, int, int, bool, bool, double>(), py::arg("weights"), py::arg("dim"),
            py::arg("hash_buckets"), py::arg("small_vocab"), py::arg("normalize_state"),
@@ -349,8 +374,13 @@ PYBIND11_MODULE(_native, m) {
         "Compute-at locations of action sequences (twin of cwm.model.compute_locations.compute_locations)");
   m.def("loop_tiles", &LoopTilesPy, py::arg("ints"), py::arg("numbers"), py::arg("lengths"),
         "Tile factors of each loop of the tiled nest (twin of cwm.model.loop_tiles.loop_tiles)");
+  py::class_<cwm::TaskFacts>(m, "TaskFacts");
+  m.def("parse_task_facts", py::overload_cast<const std::string&>(&cwm::ParseTaskFacts), py::arg("facts"),
+        "cwm.model.tile_footprint.task_facts's JSON text -> its parsed form, for tile_footprint");
   m.def("tile_footprint", &TileFootprintPy, py::arg("traces"), py::arg("facts"), py::arg("cores"),
         "The tiled block's parallel grain and cache footprints (twin of cwm.model.tile_footprint.tile_footprint)");
+  m.def("tile_footprint_of_nests", &TileFootprintOfNestsPy, py::arg("nests"), py::arg("facts"), py::arg("cores"),
+        "tile_footprint of the nests featurize_batch(..., nests=True) read");
   py::class_<ForestPy>(m, "Forest")
       .def(py::init<py::bytes>(), py::arg("model_json"), "an XGBoost gbtree model as JSON bytes (save_raw('json'))")
       .def("predict", &ForestPy::Predict, py::arg("rows"), py::arg("num_threads") = 1,

@@ -45,7 +45,7 @@ void ActionRows(const CanonicalTrace& ct, std::vector<int32_t>* ints, std::vecto
   }
 }
 
-FeatureBatch FeaturizeBatch(const std::vector<std::string>& traces, int num_threads) {
+FeatureBatch FeaturizeBatch(const std::vector<std::string>& traces, int num_threads, const ParsedTraceHook& on_parsed) {
   const int n = static_cast<int>(traces.size());
   std::vector<std::vector<int32_t>> ints(n);
   std::vector<std::vector<float>> nums(n);
@@ -55,9 +55,11 @@ FeatureBatch FeaturizeBatch(const std::vector<std::string>& traces, int num_thre
   auto work = [&](int begin, int end) {
     for (int i = begin; i < end; ++i) {
       try {
-        CanonicalTrace ct = Canonicalize(traces[i]);
+        const Json trace = ParseJson(traces[i]);
+        CanonicalTrace ct = Canonicalize(trace);
         ActionRows(ct, &ints[i], &nums[i]);
         unknown[i] = ct.num_unknown();
+        if (on_parsed) on_parsed(i, trace);
       } catch (const std::exception& e) {
         errors[i] = e.what();
       }

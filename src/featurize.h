@@ -1,6 +1,7 @@
 // Canonical actions -> int32/float32 arrays. Mirrors python/cwm/actions/featurize.py.
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -25,8 +26,14 @@ struct FeatureBatch {
   std::vector<int32_t> unknown;  // [batch]
 };
 
+// Called with each trace's index and its parsed JSON, on the featuriser's worker threads (each index
+// once), so that a reader of the trace text (a task family's) need not parse it again. What it throws
+// is reported as the featuriser's own errors are.
+using ParsedTraceHook = std::function<void(int index, const Json& trace)>;
+
 // Featurises trace JSON texts; `num_threads` <= 1 runs on the calling thread.
 // Throws TraceFormatError / JsonError naming the index of the first bad trace.
-FeatureBatch FeaturizeBatch(const std::vector<std::string>& traces, int num_threads = 1);
+FeatureBatch FeaturizeBatch(const std::vector<std::string>& traces, int num_threads = 1,
+                            const ParsedTraceHook& on_parsed = {});
 
 }  // namespace cwm

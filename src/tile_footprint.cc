@@ -14,22 +14,9 @@ constexpr float kAbsent = -1.0f;  // ABSENT
 
 [[noreturn]] void Bad(const std::string& what) { throw JsonError("tile_footprint: " + what); }
 
-struct NestLoop {
-  int source;    // the tiled block's loop it was split from
-  int position;  // its tile position in that split
-  int64_t factor;
-};
-
 struct SplitOut {
   int source, position, arity;
   const Json* factor;  // the sampled variable (a string) or a literal
-};
-
-struct Nest {
-  bool named = false;  // a GetSBlock named the tiled block
-  std::string name;
-  std::vector<NestLoop> loops;
-  int parallel = 0;
 };
 
 bool IsInstruction(const Json& x) {
@@ -57,7 +44,7 @@ int ParallelLoops(int n_nest, int outer, const std::vector<std::pair<int, int>>&
 }
 
 // The spec's tiled_nest; false where it returns None.
-bool TiledNest(const Json& trace, Nest* out) {
+bool FindTiledNest(const Json& trace, TiledNest* out) {
   if (!trace.is_array() || trace.items.size() != 2 || !trace.items[0].is_array() || !trace.items[1].is_array())
     Bad("trace JSON must be [instructions, decisions]");
   const std::vector<Json>& insts = trace.items[0].items;
@@ -169,10 +156,9 @@ double FootprintBytes(const std::vector<int64_t>& below, const std::vector<std::
 }
 
 // The spec's columns.
-void Columns(const Json& trace, const TaskFacts& facts, int cores, float* out) {
+void Columns(const TiledNest& nest, const TaskFacts& facts, int cores, float* out) {
   std::fill_n(out, kWidth, kAbsent);
-  Nest nest;
-  if (!TiledNest(trace, &nest) || !nest.named) return;
+  if (!nest.found || !nest.named) return;
   int64_t extent = 1;
   for (int k = 0; k < nest.parallel; ++k) extent *= nest.loops[k].factor;
   cores = std::max(1, cores);
@@ -251,12 +237,22 @@ TaskFacts ParseTaskFacts(const Json& facts) {
 
 TaskFacts ParseTaskFacts(const std::string& text) { return ParseTaskFacts(ParseJson(text)); }
 
+TiledNest ReadTiledNest(const Json& trace) {
+  TiledNest nest;
+  nest.found = FindTiledNest(trace, &nest);
+  return nest;
+}
+
 int NumTileFootprint() { return kWidth; }
+
+void TileFootprintOfNests(const std::vector<TiledNest>& nests, const TaskFacts& facts, int cores, float* out) {
+  for (size_t b = 0; b < nests.size(); ++b) Columns(nests[b], facts, cores, out + b * kWidth);
+}
 
 void TileFootprint(const std::vector<std::string>& traces, const TaskFacts& facts, int cores, float* out) {
   for (size_t b = 0; b < traces.size(); ++b) {
     try {
-      Columns(ParseJson(traces[b]), facts, cores, out + b * kWidth);
+      Columns(ReadTiledNest(ParseJson(traces[b])), facts, cores, out + b * kWidth);
     } catch (const JsonError& e) {
       throw JsonError("trace " + std::to_string(b) + ": " + e.what());
     }

@@ -1,7 +1,9 @@
 // The tiled block's parallel grain and cache footprints, read from a candidate's trace JSON and its
 // task's facts (the unscheduled workload's buffer accesses); mirrors cwm.model.tile_footprint (the spec).
-// Unlike the other trace-column families it reads the trace text, not the featurised actions: the
-// actions drop how many loops each post-processing GetLoops returned.
+// Unlike the other trace-column families it reads the parsed trace, not the featurised actions: the
+// actions drop how many loops each post-processing GetLoops returned. On the scoring path the
+// featuriser's parse hands each trace to ReadTiledNest (featurize.h's ParsedTraceHook), so a trace is
+// parsed once.
 #pragma once
 #include <cstdint>
 #include <string>
@@ -34,9 +36,31 @@ struct TaskFacts {
 TaskFacts ParseTaskFacts(const Json& facts);
 TaskFacts ParseTaskFacts(const std::string& text);
 
+struct NestLoop {
+  int source;    // the tiled block's loop it was split from
+  int position;  // its tile position in that split
+  int64_t factor;
+};
+
+// What the columns read from one trace: the spec's tiled_nest (found = false where it returns None).
+struct TiledNest {
+  bool found = false;
+  bool named = false;  // a GetSBlock named the tiled block
+  std::string name;
+  std::vector<NestLoop> loops;
+  int parallel = 0;  // the spec's parallel_loops
+};
+
+// One parsed trace's nest; throws JsonError on a trace that is not [instructions, decisions].
+TiledNest ReadTiledNest(const Json& trace);
+
 int NumTileFootprint();  // len(cwm.model.tile_footprint.NAMES)
 
-// traces: trace JSON texts of one task -> out [traces.size(), NumTileFootprint()]; throws JsonError on a bad trace.
+// nests of one task's traces -> out [nests.size(), NumTileFootprint()].
+void TileFootprintOfNests(const std::vector<TiledNest>& nests, const TaskFacts& facts, int cores, float* out);
+
+// traces: trace JSON texts of one task (parsed here) -> out [traces.size(), NumTileFootprint()]; throws
+// JsonError naming the first bad trace.
 void TileFootprint(const std::vector<std::string>& traces, const TaskFacts& facts, int cores, float* out);
 
 }  // namespace cwm

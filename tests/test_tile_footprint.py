@@ -136,20 +136,23 @@ def test_native_twin_reads_the_hand_worked_cases():
 
     facts = task_facts(matmul_workload())
     traces = [matmul_trace(visit("b9", 10, k)) for k in (0, 2, 3, 4)]
-    fb = native.featurize_batch(traces)
-    fb.facts = facts_text(facts)
     want = np.asarray([columns(t, facts, 3) for t in traces], np.float32)
-    assert np.array_equal(native.tile_footprint(fb, 3), want)
+    for nests in (False, True):  # from the trace texts, and from the nests read in the featuriser's parse
+        fb = native.featurize_batch(traces, nests=nests)
+        fb.facts = facts_text(facts)
+        assert (fb.nests is not None) == nests
+        assert np.array_equal(native.tile_footprint(fb, 3), want), nests
 
 
 def test_native_twin_refuses_bad_facts():
     from cwm import native
     from cwm.actions.canonical import TraceFormatError
 
-    fb = native.featurize_batch([matmul_trace([])])
-    fb.facts = '{"blocks": {"C": {"extents": [8], "buffers": [[[4, [8], [["x", 1]]]]]}}}'
-    with pytest.raises(TraceFormatError, match="coefficients"):
-        native.tile_footprint(fb, 2)
+    for nests in (False, True):
+        fb = native.featurize_batch([matmul_trace([])], nests=nests)
+        fb.facts = '{"blocks": {"C": {"extents": [8], "buffers": [[[4, [8], [["x", 1]]]]]}}}'
+        with pytest.raises(TraceFormatError, match="coefficients"):
+            native.tile_footprint(fb, 2)
 
 
 def test_a_block_with_a_symbolic_extent_is_left_out_of_the_facts():

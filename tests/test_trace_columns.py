@@ -30,19 +30,28 @@ def test_families_come_in_row_order_and_unknown_ones_are_refused():
 @pytest.mark.parametrize("cores", [2, 3])
 def test_every_family_has_a_native_twin_identical_to_its_spec(trace_records, workload_mods, cores):
     """One task's batch at a time (a task family reads that task's facts), the handmade trace and
-    an empty one beside its candidates; every column bit for bit."""
+    an empty one beside its candidates; every column bit for bit. A task family's twin gives the
+    same columns from the trace texts and from the nests the native featuriser read in its parse
+    (the scoring path)."""
+    from cwm import native as core
     from cwm.model.tile_footprint import facts_text, task_facts
 
     tiled = 0
     for name, workload in sorted(workload_mods.items()):
-        traces = [r["trace"] for r in trace_records if r["workload"] == name]
-        fb = featurize_batch(traces + [json.dumps(HANDMADE), "[[], []]"])
+        traces = [r["trace"] for r in trace_records if r["workload"] == name] + [json.dumps(HANDMADE), "[[], []]"]
+        fb = featurize_batch(traces)
         fb.facts = facts_text(task_facts(workload))
         native = trace_columns.native_columns(trace_columns.FAMILIES, fb, cores)
         for family, columns in zip(trace_columns.FAMILIES, native):
             spec = trace_columns.spec_columns(family, fb, cores)
             assert columns.shape == spec.shape == (len(fb.lengths), len(trace_columns.names([family])))
             assert np.array_equal(columns, spec), (name, family)
+        read_in_parse = core.featurize_batch(traces, nests=True)
+        assert fb.nests is None and len(read_in_parse.nests) == len(traces)
+        read_in_parse.facts = fb.facts
+        for family, columns in zip(trace_columns.FAMILIES, native):
+            if family in trace_columns.TASK_FAMILIES:
+                assert np.array_equal(getattr(core, family)(read_in_parse, cores), columns), (name, family)
         tiled += int((native[-1][:, 2] != -1).sum())
     assert tiled > 0, "the fixture's traces must reach the footprint columns"
 
@@ -74,6 +83,9 @@ def test_a_model_with_every_family_saves_them_in_row_order(workload_mods, trace_
 
     used = {manifest["feature_names"][int(f[1:])] for f in model.ranker.booster.get_score(importance_type="weight")}
     assert used & set(tile_footprint.NAMES), "the tiny ranker must split on the task family for the CLI test to cover it"
+    name = sorted(workload_mods)[0]
+    fb = model.featurize(workload_mods[name], [r["trace"] for r in trace_records if r["workload"] == name])
+    assert fb.facts is not None and len(fb.nests) == len(fb.lengths), "scoring reads the nests in the featuriser's parse"
 
 
 def test_cli_matches_python_on_a_model_with_every_family(workload_mods, trace_records, tmp_path):

@@ -8,6 +8,7 @@ test oracle, not a production path.
 """
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -55,13 +56,16 @@ def _call(fn, *args):
         raise TraceFormatError(str(e)) from None
 
 
-def featurize_batch(traces, num_threads: int = 1):
-    """Native twin of :func:`cwm.actions.featurize_batch` (identical arrays)."""
+def featurize_batch(traces, num_threads: int = 1, nests: bool = False):
+    """Native twin of :func:`cwm.actions.featurize_batch` (identical arrays). ``nests``: also read
+    each trace's tiled nest in the same parse (``FeatureBatch.nests``), which :func:`tile_footprint`
+    reads instead of parsing the traces again."""
     from cwm.actions.featurize import FeatureBatch
 
     traces = [t if isinstance(t, str) else t.decode() if isinstance(t, bytes) else _dumps(t) for t in traces]
-    ints, numbers, lengths, unknown = _call(load().featurize_batch, traces, int(num_threads))
-    return FeatureBatch(np.asarray(ints), np.asarray(numbers), np.asarray(lengths), np.asarray(unknown), traces)
+    ints, numbers, lengths, unknown, tiled = _call(load().featurize_batch, traces, int(num_threads), bool(nests))
+    return FeatureBatch(np.asarray(ints), np.asarray(numbers), np.asarray(lengths), np.asarray(unknown), traces,
+                        nests=tiled)
 
 
 def canonical_actions(trace: str):
@@ -130,7 +134,16 @@ def tile_footprint(fb, cores: int) -> np.ndarray:
     if fb.traces is None or fb.facts is None:
         raise ValueError("the tile_footprint columns need the batch's traces and its task's facts: featurize "
                          "with WorldModel.featurize(workload, traces)")
-    return _call(load().tile_footprint, list(fb.traces), fb.facts, int(cores))
+    facts = _call(_parsed_facts, fb.facts)
+    if fb.nests is not None and len(fb.nests) == len(fb.traces):
+        return load().tile_footprint_of_nests(fb.nests, facts, int(cores))
+    return _call(load().tile_footprint, list(fb.traces), facts, int(cores))
+
+
+@lru_cache(maxsize=64)
+def _parsed_facts(text: str):
+    """A task's facts JSON text, parsed once (a scoring call passes the same text object each time)."""
+    return load().parse_task_facts(text)
 
 
 def sequence_stats(fb) -> np.ndarray:

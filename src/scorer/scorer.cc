@@ -17,9 +17,16 @@ Scorer::Scorer(const std::string& model_dir, int num_threads)
                       " features, the manifest names " + std::to_string(num_features()));
 }
 
-FeatureBatch Scorer::Featurize(const std::vector<std::string>& traces) const {
+Scorer::Featurized Scorer::Featurize(const std::vector<std::string>& traces) const {
+  Featurized out;
+  ParsedTraceHook read_nest;
+  if (model_.needs_facts) {
+    out.nests.resize(traces.size());
+    read_nest = [&out](int i, const Json& trace) { out.nests[static_cast<size_t>(i)] = ReadTiledNest(trace); };
+  }
   try {
-    return FeaturizeBatch(traces, num_threads_);
+    out.fb = FeaturizeBatch(traces, num_threads_, read_nest);
+    return out;
   } catch (const std::invalid_argument& e) {  // TraceFormatError / JsonError, naming the trace
     throw ScorerError(e.what());
   }
@@ -28,12 +35,12 @@ FeatureBatch Scorer::Featurize(const std::vector<std::string>& traces) const {
 std::vector<float> Scorer::Features(const std::vector<float>& z0, const HardwareFeatures& hw,
                                     const std::vector<std::string>& traces, const std::vector<float>& reference,
                                     const TaskFacts* facts) {
-  return Rows(z0, hw, Featurize(traces), traces, reference, facts);
+  return Rows(z0, hw, Featurize(traces), reference, facts);
 }
 
-std::vector<float> Scorer::Rows(const std::vector<float>& z0, const HardwareFeatures& hw, const FeatureBatch& fb,
-                                const std::vector<std::string>& traces, const std::vector<float>& reference,
-                                const TaskFacts* facts) {
+std::vector<float> Scorer::Rows(const std::vector<float>& z0, const HardwareFeatures& hw, const Featurized& featurized,
+                                const std::vector<float>& reference, const TaskFacts* facts) {
+  const FeatureBatch& fb = featurized.fb;
   const int D = dim();
   if (static_cast<int>(z0.size()) != D)
     throw ScorerError("z0 has " + std::to_string(z0.size()) + " values, the model's latent size is " +
@@ -68,7 +75,7 @@ std::vector<float> Scorer::Rows(const std::vector<float>& z0, const HardwareFeat
       continue;
     }
     try {  // a task family: int(hardware[0]) cores, as WorldModel.raw_features
-      family->fill_task(traces, *facts, static_cast<int>(hw[0]), columns.back().data());
+      family->fill_task(featurized.nests, *facts, static_cast<int>(hw[0]), columns.back().data());
     } catch (const std::invalid_argument& e) {
       throw ScorerError(e.what());
     }
@@ -94,8 +101,9 @@ std::vector<float> Scorer::Rows(const std::vector<float>& z0, const HardwareFeat
 std::vector<float> Scorer::Score(const std::vector<float>& z0, const HardwareFeatures& hw,
                                  const std::vector<std::string>& traces, const std::vector<float>& reference,
                                  const TaskFacts* facts) {
-  const FeatureBatch fb = Featurize(traces);
-  std::vector<float> x = Rows(z0, hw, fb, traces, reference, facts);
+  const Featurized featurized = Featurize(traces);
+  const FeatureBatch& fb = featurized.fb;
+  std::vector<float> x = Rows(z0, hw, featurized, reference, facts);
   std::vector<float> margin = ranker_.Predict(x.data(), traces.size(), static_cast<size_t>(num_features()));
   if (!model_.has_sequence_head || traces.empty()) return margin;
   std::vector<double> sequence(static_cast<size_t>(fb.batch));

@@ -56,9 +56,13 @@ class Scorer {
                            const std::vector<float>& reference = {}, const TaskFacts* facts = nullptr);
 
  private:
-  FeatureBatch Featurize(const std::vector<std::string>& traces) const;  // ScorerError naming a bad trace
-  std::vector<float> Rows(const std::vector<float>& z0, const HardwareFeatures& hw, const FeatureBatch& fb,
-                          const std::vector<std::string>& traces, const std::vector<float>& reference,
+  struct Featurized {
+    FeatureBatch fb;
+    std::vector<TiledNest> nests;  // each trace's, read in the featuriser's parse when a task family needs them
+  };
+  Featurized Featurize(const std::vector<std::string>& traces) const;  // ScorerError naming a bad trace
+  std::vector<float> Rows(const std::vector<float>& z0, const HardwareFeatures& hw, const Featurized& featurized,
+                          const std::vector<float>& reference,
                           const TaskFacts* facts);  // Features() of featurised traces
 
   ModelDir model_;

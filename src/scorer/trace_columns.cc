@@ -12,7 +12,7 @@ const std::vector<TraceColumnFamily>& TraceColumnFamilies() {
       {"vector_alignment", NumVectorAlignment, VectorAlignment, nullptr},
       {"compute_locations", NumComputeLocations, ComputeLocations, nullptr},
       {"loop_tiles", NumLoopTiles, LoopTiles, nullptr},
-      {"tile_footprint", NumTileFootprint, nullptr, TileFootprint},
+      {"tile_footprint", NumTileFootprint, nullptr, TileFootprintOfNests},
   };
   return families;
 }

@@ -15,8 +15,9 @@ struct TraceColumnFamily {
   // ints [batch, steps, kIntColumns], numbers [batch, steps, kNumNumbers], lengths [batch] -> out [batch, width()];
   // nullptr for a task family
   void (*fill)(const int32_t* ints, const float* numbers, const int32_t* lengths, int batch, int steps, float* out);
-  // a task family's: the trace texts, the task's facts and the target's cores -> out [traces.size(), width()]
-  void (*fill_task)(const std::vector<std::string>& traces, const TaskFacts& facts, int cores, float* out);
+  // a task family's: each trace's tiled nest (read in the featuriser's parse), the task's facts and the
+  // target's cores -> out [nests.size(), width()]
+  void (*fill_task)(const std::vector<TiledNest>& nests, const TaskFacts& facts, int cores, float* out);
 };
 
 const std::vector<TraceColumnFamily>& TraceColumnFamilies();

@@ -92,6 +92,25 @@ static void TestFeaturize() {
   FeatureBatch threaded = FeaturizeBatch(many, 2), serial = FeaturizeBatch(many, 1);
   CHECK(threaded.ints == serial.ints && threaded.numbers == serial.numbers);
   CHECK(Throws<TraceFormatError>([] { FeaturizeBatch({kTrace, "[oops"}); }));
+
+  // the parsed-trace hook sees each trace once, on any thread, and what it throws names the trace
+  std::vector<int> seen(many.size(), 0);
+  std::vector<size_t> instructions(many.size(), 0);
+  FeaturizeBatch(many, 2, [&](int i, const Json& trace) {
+    ++seen[static_cast<size_t>(i)];
+    instructions[static_cast<size_t>(i)] = trace.items[0].items.size();
+  });
+  CHECK(seen == std::vector<int>(many.size(), 1));
+  CHECK(instructions == std::vector<size_t>(many.size(), ParseJson(kTrace).items[0].items.size()));
+  bool named = false;
+  try {
+    FeaturizeBatch({kTrace, kTrace}, 1, [](int i, const Json&) {
+      if (i == 1) throw JsonError("no nest");
+    });
+  } catch (const TraceFormatError& e) {
+    named = std::string(e.what()).find("trace 1: no nest") != std::string::npos;
+  }
+  CHECK(named);
 }
 
 int main() {

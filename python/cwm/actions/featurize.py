@@ -42,6 +42,7 @@ class FeatureBatch:
     unknown: np.ndarray  # [B] int32, <unk> actions per trace
     traces: list | None = None  # the trace JSON texts (cwm.native.featurize_batch keeps them)
     facts: str | None = None  # the task's facts as JSON text, for cwm.model.tile_footprint (WorldModel.featurize)
+    nests: object | None = None  # each trace's tiled nest, read in the native parse (native.featurize_batch(nests=True))
 
 
 def action_rows(ct: CanonicalTrace) -> tuple[np.ndarray, np.ndarray]:

@@ -12,7 +12,8 @@ runs; parity-tested). The C++ scorer reads the same flags (``src/scorer/trace_co
 * ``tile_footprint``: the tiled block's parallel grain and cache footprints (§104). A *task family*
   (:data:`TASK_FAMILIES`): it reads the batch's trace texts and its task's facts from ``s_0``
   (:meth:`WorldModel.featurize` attaches them) and the target's cores, so its spec and twin take
-  those instead of the action arrays.
+  those instead of the action arrays. On the scoring path the native featuriser reads each trace's
+  tiled nest in its own parse (``native.featurize_batch(nests=True)``), and the twin reads those.
 
 Adding a family: its module, its native twin, an entry here and in ``src/scorer/trace_columns.cc``.
 """

@@ -140,17 +140,21 @@ class WorldModel:
 
     def featurize(self, workload, traces, num_threads: int = 1):
         """The :class:`FeatureBatch` of one workload's candidate traces, with what the model's
-        families read (:meth:`with_facts`)."""
+        families read (:meth:`with_facts`; a task family's tiled nests are read in the same parse)."""
         from cwm import native
 
-        return self.with_facts(native.featurize_batch(traces, num_threads=num_threads), workload)
+        fb = native.featurize_batch(traces, num_threads=num_threads, nests=self._takes_task_family())
+        return self.with_facts(fb, workload)
 
     def with_facts(self, fb, workload):
         """``fb`` (a batch of ``workload``'s candidates) with the task's facts attached when the model
         takes a task family (:data:`trace_columns.TASK_FAMILIES`); ``fb`` itself."""
-        if any(f in trace_columns.TASK_FAMILIES for f in self.columns) and fb.facts is None:
+        if self._takes_task_family() and fb.facts is None:
             fb.facts = self.task_facts(workload)
         return fb
+
+    def _takes_task_family(self) -> bool:
+        return any(f in trace_columns.TASK_FAMILIES for f in self.columns)
 
     def rollout(self, z0: np.ndarray, fb, num_threads: int = 1) -> np.ndarray:
         """``ẑ_T`` for every trace of a :class:`FeatureBatch`, from one ``z0 [D]`` (native core)."""
