@@ -49,23 +49,25 @@ WINDOW_S = 0.3
 
 
 def rate(fn, batch: int, min_s: float = WINDOW_S) -> float:
-    """Calls of ``fn(batch)`` for at least ``min_s`` (one call at the least) -> items a second."""
+    """Calls ``fn(batch)`` once, then again until ``min_s`` has passed -> items a second."""
     done, start = 0, time.perf_counter()
-    while time.perf_counter() - start < min_s:
+    while True:
         fn(batch)
         done += batch
-    return done / (time.perf_counter() - start)
+        if time.perf_counter() - start >= min_s:
+            return done / (time.perf_counter() - start)
 
 
-def interleaved(fns: dict, batch: int, rounds: int = ROUNDS) -> dict[str, list[float]]:
-    """Each function's rate in ``rounds`` interleaved windows, the order rotating each round."""
+def interleaved(fns: dict, batch: int, rounds: int = ROUNDS, window_s: float = WINDOW_S) -> dict[str, list[float]]:
+    """Each function's rate in ``rounds`` interleaved windows of ``window_s``, the order rotating
+    each round."""
     names = list(fns)
     for name in names:
         fns[name](batch)  # warm-up (caches, lazy imports)
     rates = {name: [] for name in names}
     for r in range(rounds):
         for name in names[r % len(names):] + names[:r % len(names)]:
-            rates[name].append(rate(fns[name], batch))
+            rates[name].append(rate(fns[name], batch, window_s))
     return rates
 
 
@@ -73,14 +75,13 @@ def stage_us(wm, mod, pool, target, z0, batch: int) -> dict[str, float]:
     """µs a candidate of each stage of ``WorldModel.score`` at ``batch`` (the median of
     :data:`ROUNDS` windows each); ``tile_footprint`` is part of ``columns``."""
     from cwm import native
+    from cwm.model.action_stats import hardware_features
 
     traces = pool[:batch]
     fb = wm.featurize(mod, traces)
     reference = wm.reference(mod, target) if wm.centring else None
     z_t = wm.rollout(z0, fb)
     rows = wm.features(z_t, fb, target, z0, reference)
-    from cwm.model.action_stats import hardware_features
-
     cores = int(hardware_features(target)[0])  # as WorldModel.raw_features
     stages = {"featurize": lambda _: wm.featurize(mod, traces), "rollout": lambda _: wm.rollout(z0, fb),
               "columns": lambda _: wm.features(z_t, fb, target, z0, reference),
