@@ -897,6 +897,13 @@ TABLES = (("ranking.json", ranking_table),
                                              "tile-footprint columns), decision 91's command and tasks on the AMD "
                                              "EPYC Zen 4 host kind (decision 107): every method tuned and "
                                              "re-measured there")),
+          ("search_v9_zen4_sample_efficiency.json", captioned(search_table, "Sample efficiency of the shipped "
+                                                             "model (decision 109): CWM at up to 128 trials against "
+                                                             "MetaSchedule's default at 640, seed 0, on the Zen 4 "
+                                                             "host kind. Its 64-trial rows are seed 0 of "
+                                                             "`search_v9_zen4.json`'s runs re-measured with fewer "
+                                                             "candidates beside them; the search result is that "
+                                                             "file's")),
           ("search_v8_zen4.json", captioned(search_table, "The model before (decision 98: the loop-tile columns "
                                              "only), decision 91's command and tasks on the AMD EPYC Zen 4 "
                                              "host kind (decision 103): every method tuned and re-measured there")),
