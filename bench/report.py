@@ -904,6 +904,8 @@ TABLES = (("ranking.json", ranking_table),
                                                              "`search_v9_zen4.json`'s runs re-measured with fewer "
                                                              "candidates beside them; the search result is that "
                                                              "file's")),
+          ("search_v9_zen4_sample_efficiency_s1.json", captioned(search_table, "The same on seed 1 (decision "
+                                                                "109)")),
           ("search_v8_zen4.json", captioned(search_table, "The model before (decision 98: the loop-tile columns "
                                              "only), decision 91's command and tasks on the AMD EPYC Zen 4 "
                                              "host kind (decision 103): every method tuned and re-measured there")),
