@@ -9,7 +9,9 @@ ranks (the probe's ``--group-by network`` folds).
   each fitted on a bootstrap sample of the tasks, scored as its mean less ``k`` times its
   spread (decision 85).
 
-Fitted rankers are cached under the caller's work root and read back on resume.
+Fitted rankers are cached under the caller's work root and read back on resume, under names that
+carry :func:`rows_fingerprint` of the model whose rows they were fitted on: a cache written for
+one shipped model is never read back for the next one.
 """
 from __future__ import annotations
 
@@ -17,6 +19,21 @@ import time
 from pathlib import Path
 
 from common import log
+
+
+def rows_fingerprint(model) -> str:
+    """12 hex digits that change whenever the model's ranker rows or ranker config may: its
+    manifest, its trace-column families, its ranker and transition configs and its transition's weights."""
+    import dataclasses
+    import hashlib
+    import json
+
+    h = hashlib.sha256(json.dumps([model.meta, list(model.columns), dataclasses.asdict(model.ranker.cfg),
+                                   dataclasses.asdict(model.tcfg)], sort_keys=True, default=str).encode())
+    for name, tensor in sorted(model.transition.state_dict().items()):
+        h.update(name.encode())
+        h.update(tensor.detach().cpu().numpy().tobytes())
+    return h.hexdigest()[:12]
 
 
 def training_rows(model, union, extra_roots: str | list[str] | None = None) -> tuple[dict, dict]:
@@ -76,7 +93,8 @@ def fold_priors(model, union, networks: set[str], work_root: Path, extra_root: s
     from cwm.model.ranker import Ranker
 
     tag = (f"+{Path(extra_root).name}" if extra_root else "") + tag
-    paths = {n: work_root / f"ranker_without_{n}{tag}.json" for n in networks}
+    fingerprint = rows_fingerprint(model)
+    paths = {n: work_root / f"ranker_without_{n}{tag}.{fingerprint}.json" for n in networks}
     missing = sorted(n for n in networks if not paths[n].exists())
     if missing:
         rows, folds = rows_and_folds or training_rows(model, union, extra_root)
@@ -149,11 +167,11 @@ def bootstrap_rankers(model, rows_and_folds, networks, draws: int, work_root: Pa
 
     from cwm.model.ranker import Ranker
 
-    out = {}
+    out, fingerprint = {}, rows_fingerprint(model)
     for network in sorted(networks):
         out[network] = []
         for draw in range(draws):
-            path = work_root / "ensemble" / f"ranker_without_{network}_boot{draw}.json"
+            path = work_root / "ensemble" / fingerprint / f"ranker_without_{network}_boot{draw}.json"
             if not path.exists():
                 if callable(rows_and_folds):
                     rows_and_folds = rows_and_folds()

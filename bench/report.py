@@ -647,20 +647,28 @@ def seed_transfer_table(r) -> list[str]:
     return out
 
 
-def _paired_arm_rows(entries: dict, baseline) -> list[str]:
+def _paired_arm_rows(entries: dict, baseline, longer: tuple[int, ...] = ()) -> list[str]:
     """Rows ``| arm | pairs | best ÷ baseline | interval | faster / slower | at 32 | wall |`` of
-    :func:`search_knobs.paired` entries, the baseline left out."""
+    :func:`search_knobs.paired` entries, the baseline left out; with ``longer`` (trial counts past
+    64), the same four columns at each before the wall time."""
+    def cells(m) -> str:
+        ci = m.get("task_bootstrap_90")
+        return (f"{m['geomean_best_over_baseline']:.3f} | " + (f"{ci[0]:.3f}-{ci[1]:.3f}" if ci else "n/a")
+                + f" | {m['faster']} / {m['slower']}")
+
     out = []
     for arm, e in entries.items():
         if arm == baseline:
             continue
         m, h = e["at_64"], e["at_32"]
-        ci = m.get("task_bootstrap_90")
-        out.append(f"| {arm} | {m['pairs']} | {m['geomean_best_over_baseline']:.3f} | "
-                   + (f"{ci[0]:.3f}-{ci[1]:.3f}" if ci else "n/a")
-                   + f" | {m['faster']} / {m['slower']} | {h['geomean_best_over_baseline']:.3f} | "
-                   + f"{e['wall_s_mean']:.0f} s |")
+        out.append(f"| {arm} | {m['pairs']} | {cells(m)} | {h['geomean_best_over_baseline']:.3f} | "
+                   + "".join(f"{cells(e[f'at_{k}'])} | " for k in longer) + f"{e['wall_s_mean']:.0f} s |")
     return out
+
+
+def _longer_counts(entries: dict) -> tuple[int, ...]:
+    """The trial counts past 64 that :func:`search_knobs.paired` read its arms at."""
+    return tuple(sorted({int(k[3:]) for e in entries.values() for k in e if k.startswith("at_") and int(k[3:]) > 64}))
 
 
 def parent_temperature_table(r) -> list[str]:
@@ -680,14 +688,16 @@ def parent_temperature_table(r) -> list[str]:
 def search_knobs_table(r) -> list[str]:
     """``bench/search_knobs.py``: CWM's search knobs, in search on training tasks with network-out priors."""
     base = r["baseline_arm"]
+    longer = _longer_counts(r["arms"])
     out = [f"**CWM's search knobs on the training tasks** (`bench/search_knobs.py`; CWM's default search "
-           f"(`{base}`) with one knob changed, 64 trials, each task's prior refitted without its network; "
-           f"best ÷ best of `{base}` of the same task and seed (`{base}`: {r['arms'][base]['wall_s_mean']:.0f} s a "
-           f"run); 90 % interval: whole tasks resampled; "
+           f"(`{base}`) with one knob changed, {max((64,) + longer)} trials, each task's prior refitted without its "
+           f"network; best ÷ best of `{base}` of the same task and seed (`{base}`: "
+           f"{r['arms'][base]['wall_s_mean']:.0f} s a run); 90 % interval: whole tasks resampled; "
            f"{r['machine']}; {r['date']})", "",
-           "| arm | pairs | best ÷ baseline, 64 trials | 90 % interval | faster / slower (> 2 %) | at 32 trials | wall a run |",
-           "|---|---|---|---|---|---|---|"]
-    return out + _paired_arm_rows(r["arms"], base) + [""]
+           "| arm | pairs | best ÷ baseline, 64 trials | 90 % interval | faster / slower (> 2 %) | at 32 trials | "
+           + "".join(f"at {k} trials | 90 % interval | faster / slower | " for k in longer) + "wall a run |",
+           "|---|---|---|---|---|---|" + "---|" * (3 * len(longer)) + "---|"]
+    return out + _paired_arm_rows(r["arms"], base, longer) + [""]
 
 
 def dagger_offline_table(r) -> list[str]:
@@ -905,6 +915,12 @@ TABLES = (("ranking.json", ranking_table),
                                                              "candidates beside them; the search result is that "
                                                              "file's")),
           ("search_v9_zen4_sample_efficiency_s1.json", captioned(search_table, "The same on seed 1 (decision "
+                                                                "109)")),
+          ("search_v9_zen4_sample_efficiency_s2.json", captioned(search_table, "The same on seed 2 (decision "
+                                                                "109)")),
+          ("search_v9_zen4_sample_efficiency_s3.json", captioned(search_table, "The same on seed 3 (decision "
+                                                                "109)")),
+          ("search_v9_zen4_sample_efficiency_s4.json", captioned(search_table, "The same on seed 4 (decision "
                                                                 "109)")),
           ("search_v8_zen4.json", captioned(search_table, "The model before (decision 98: the loop-tile columns "
                                              "only), decision 91's command and tasks on the AMD EPYC Zen 4 "

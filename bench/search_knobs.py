@@ -27,12 +27,13 @@ probe's ``--group-by network`` folds). The refitted prior has no sequence head (
 to the shipped ranker); the fold rankers are saved under ``--work-root`` and read back on resume.
 
 Reported per arm: over (task, seed) pairs, the geometric mean of ``best / best of the baseline``
-at 64 trials and at 32, its 90 % interval when whole tasks are resampled, the wins and losses
+at 32 and 64 trials and at the runs' own count (``--trials``, default 64; one count a
+checkpoint), its 90 % interval when whole tasks are resampled, the wins and losses
 beyond 2 %, and the mean wall time of a run. Bests are the tuning-time measurements (each run's
 own), as in ``bench/seed_transfer.py --mode search``.
 
     PYTHONPATH=python .venv/bin/python bench/search_knobs.py [--arms base,num_trials_per_iter=8]
-        [--seeds 0,1,2] [--tasks 12]
+        [--seeds 0,1,2] [--tasks 12] [--trials 64]
 
 Resumes from ``bench/results/search_knobs_runs.jsonl`` (``--runs``: one host per checkpoint); writes
 ``bench/results/search_knobs.json`` (``--out``: another name, e.g. for a table paired with another
@@ -57,6 +58,7 @@ from fold_rankers import PessimisticRanker, bootstrap_rankers, fold_priors, trai
 from seed_transfer import best_curve, round_robin, seed_config, zoo_training_tasks  # noqa: E402
 
 CHECKPOINT = os.path.join(RESULTS, "search_knobs_runs.jsonl")
+DEFAULT_TRIALS = 64  # the issue's search budget a task
 ENSEMBLE_DRAWS = 5  # bootstrap rankers a fold for a ``pessimism`` arm (bench/pessimistic_offline.py's default)
 
 
@@ -188,7 +190,7 @@ def network_of(tasks: list[dict]) -> dict[str, str]:
 
 
 def run_arms(loader, union, library, arms, search_of, seeds, n_tasks: int, work_root: Path, checkpoint: str,
-             field: str = "arm", trials: int = 64) -> list[dict]:
+             field: str = "arm", trials: int = DEFAULT_TRIALS) -> list[dict]:
     """Tunes each chosen task once per arm and seed (resumable; one process per checkpoint);
     ``search_of(arm)`` gives the arm's ``(FastSettings, AdaptConfig)``, and a row names its arm
     under ``field``."""
@@ -207,6 +209,7 @@ def _run_arms(loader, union, library, arms, search_of, seeds, n_tasks, work_root
 
     runs, host = Runs(checkpoint, field), machine()
     check_host(runs, host, hint="pass a new --runs (and --out) for this host")
+    check_trials(runs.rows, trials, checkpoint)
     tasks = [t for t in round_robin(zoo_training_tasks(loader, library), n_tasks) if t["networks"]]
     fold = network_of(tasks)
     log(f"{len(tasks)} tasks: {[(t['name'][:32], fold[t['key']]) for t in tasks]}")
@@ -249,10 +252,20 @@ def _run_arms(loader, union, library, arms, search_of, seeds, n_tasks, work_root
         curve = best_curve(out.records)
         best = curve[-1] if curve else None
         runs.append({"task": task["key"], "name": task["name"], "network_out": fold[task["key"]], field: arm,
-                     "seed": seed, "best_us": best, "curve": curve, "wall_s": time.perf_counter() - start,
-                     "seeds": stats, "machine": host, "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S")})
+                     "seed": seed, "trials": trials, "best_us": best, "curve": curve,
+                     "wall_s": time.perf_counter() - start, "seeds": stats, "machine": host,
+                     "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S")})
         log(f"[{i + 1}/{len(todo)}] seed {seed} {task['name'][:40]:40s} {field} {arm} best {best} us")
     return runs.rows
+
+
+def check_trials(rows: list[dict], trials: int, checkpoint: str) -> None:
+    """A checkpoint holds runs of one trial count (a row without one ran the default 64): runs of
+    another count under the same (task, arm, seed) would read as done."""
+    held = {r.get("trials", DEFAULT_TRIALS) for r in rows}
+    if held and held != {trials}:
+        raise SystemExit(f"{checkpoint} holds runs of {sorted(held)} trials, not {trials}: "
+                         "pass a new --runs (and --out) for another trial count")
 
 
 def _prior_model(key):
@@ -302,7 +315,7 @@ def paired(rows: list[dict], arms, field: str = "arm") -> dict:
     out = {}
     for arm in arms:
         entry = {}
-        for k in (32, 64):
+        for k in sorted({32, 64} | {r.get("trials", DEFAULT_TRIALS) for r in rows}):
             ratios, by_task = [], {}
             for r in rows:
                 b = base.get((r["task"], r["seed"]))
@@ -359,6 +372,8 @@ def arm_arguments(parser, flag: str, arms: str, seeds: str, work_root: str, runs
     parser.add_argument("--work-root", default=str(ROOT / "work_dirs" / work_root))
     parser.add_argument("--runs", default=runs,
                         help="the runs' checkpoint under bench/results (one host each: a new name on another host)")
+    parser.add_argument("--trials", type=int, default=DEFAULT_TRIALS,
+                        help="measured trials a run (one count a checkpoint); read at 32, 64 and this")
 
 
 def run_and_write(args, arms, search_of, field: str, summarize, name: str) -> int:
@@ -367,7 +382,8 @@ def run_and_write(args, arms, search_of, field: str, summarize, name: str) -> in
     the host that writes the table), the date and the roots."""
     roots, library, loader, union = open_roots(args.data)
     rows = run_arms(loader, union, library, arms, search_of, [int(s) for s in args.seeds.split(",")],
-                    args.tasks, Path(args.work_root), os.path.join(RESULTS, args.runs), field=field)
+                    args.tasks, Path(args.work_root), os.path.join(RESULTS, args.runs), field=field,
+                    trials=args.trials)
     payload = {**summarize(rows, arms), "machine": hosts_of(rows) or machine(), "date": today(),
                "roots": [os.path.relpath(r, ROOT) for r in roots], "library_tasks": len(library)}
     log(json.dumps(payload, indent=1))

@@ -45,12 +45,7 @@ py::tuple FeaturizeBatch(const std::vector<std::string>& traces, int num_threads
   TiledNests read;
   {
     py::gil_scoped_release release;
-    cwm::ParsedTraceHook hook;
-    if (nests) {
-      read.nests.resize(traces.size());
-      hook = [&read](int i, const cwm::Json& trace) { read.nests[static_cast<size_t>(i)] = cwm::ReadTiledNest(trace); };
-    }
-    fb = cwm::FeaturizeBatch(traces, num_threads, hook);
+    fb = cwm::FeaturizeBatchWithNests(traces, num_threads, nests ? &read.nests : nullptr);
   }
   py::ssize_t b = fb.batch, t = fb.max_len;
   py::object tiled = nests ? py::cast(std::move(read)) : py::none();
@@ -284,27 +279,26 @@ py::array_t<float> LoopTilesPy(const py::array& ints, const py::array& nums, con
   return PerTraceStats(ints, nums, lengths, cwm::NumLoopTiles(), cwm::LoopTiles);
 }
 
-// Trace JSON texts of one task and its parsed facts -> [B, NumTileFootprint()] float32.
-py::array_t<float> TileFootprintPy(const std::vector<std::string>& traces, const cwm::TaskFacts& facts, int cores) {
-  py::array_t<float> out(std::vector<py::ssize_t>{static_cast<py::ssize_t>(traces.size()), cwm::NumTileFootprint()});
+// [n, NumTileFootprint()] columns, written by fill(out) with the GIL released.
+template <typename Fill>
+py::array_t<float> TileFootprintRows(size_t n, Fill&& fill) {
+  py::array_t<float> out(std::vector<py::ssize_t>{static_cast<py::ssize_t>(n), cwm::NumTileFootprint()});
   float* o = out.mutable_data();
   {
     py::gil_scoped_release release;
-    cwm::TileFootprint(traces, facts, cores, o);
+    fill(o);
   }
   return out;
 }
 
+// Trace JSON texts of one task and its parsed facts -> [B, NumTileFootprint()] float32.
+py::array_t<float> TileFootprintPy(const std::vector<std::string>& traces, const cwm::TaskFacts& facts, int cores) {
+  return TileFootprintRows(traces.size(), [&](float* o) { cwm::TileFootprint(traces, facts, cores, o); });
+}
+
 // The same from the nests featurize_batch(..., nests=True) read.
 py::array_t<float> TileFootprintOfNestsPy(const TiledNests& nests, const cwm::TaskFacts& facts, int cores) {
-  py::array_t<float> out(
-      std::vector<py::ssize_t>{static_cast<py::ssize_t>(nests.nests.size()), cwm::NumTileFootprint()});
-  float* o = out.mutable_data();
-  {
-    py::gil_scoped_release release;
-    cwm::TileFootprintOfNests(nests.nests, facts, cores, o);
-  }
-  return out;
+  return TileFootprintRows(nests.nests.size(), [&](float* o) { cwm::TileFootprintOfNests(nests.nests, facts, cores, o); });
 }
 
 // The ranker's trees (forest.h); predict releases the GIL.

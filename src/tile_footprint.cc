@@ -243,6 +243,14 @@ TiledNest ReadTiledNest(const Json& trace) {
   return nest;
 }
 
+FeatureBatch FeaturizeBatchWithNests(const std::vector<std::string>& traces, int num_threads,
+                                     std::vector<TiledNest>* nests) {
+  if (!nests) return FeaturizeBatch(traces, num_threads);
+  nests->assign(traces.size(), TiledNest{});
+  return FeaturizeBatch(traces, num_threads,
+                        [nests](int i, const Json& trace) { (*nests)[static_cast<size_t>(i)] = ReadTiledNest(trace); });
+}
+
 int NumTileFootprint() { return kWidth; }
 
 void TileFootprintOfNests(const std::vector<TiledNest>& nests, const TaskFacts& facts, int cores, float* out) {

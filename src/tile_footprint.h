@@ -2,7 +2,7 @@
 // task's facts (the unscheduled workload's buffer accesses); mirrors cwm.model.tile_footprint (the spec).
 // Unlike the other trace-column families it reads the parsed trace, not the featurised actions: the
 // actions drop how many loops each post-processing GetLoops returned. On the scoring path the
-// featuriser's parse hands each trace to ReadTiledNest (featurize.h's ParsedTraceHook), so a trace is
+// featuriser's parse hands each trace to ReadTiledNest (FeaturizeBatchWithNests below), so a trace is
 // parsed once.
 #pragma once
 #include <cstdint>
@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "featurize.h"
 #include "json.h"
 
 namespace cwm {
@@ -53,6 +54,11 @@ struct TiledNest {
 
 // One parsed trace's nest; throws JsonError on a trace that is not [instructions, decisions].
 TiledNest ReadTiledNest(const Json& trace);
+
+// The featuriser's batch (featurize.h), each trace's nest read in the same parse: with `nests`, it is
+// resized to traces.size() and nests[i] is trace i's. Throws what FeaturizeBatch throws.
+FeatureBatch FeaturizeBatchWithNests(const std::vector<std::string>& traces, int num_threads,
+                                     std::vector<TiledNest>* nests);
 
 int NumTileFootprint();  // len(cwm.model.tile_footprint.NAMES)
 

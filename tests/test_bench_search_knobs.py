@@ -180,3 +180,57 @@ def test_runs_of_another_host_are_refused_with_the_option_that_names_a_new_check
         main(["--arms", "base", "--runs", "x.jsonl", "--what"])
     # argparse refuses what it does not know, and names only --what: --runs is an option
     assert refused.value.code == 2 and "unrecognized arguments: --what" in capsys.readouterr().err
+
+
+def test_the_fold_rankers_cache_names_the_rows_it_was_fitted_on():
+    """A shipped model with other trace columns, another ranker config or other transition weights
+    reads no cached fold ranker of the last one (the cache of decision 106's refit held rankers
+    fitted on rows 35 columns narrower under the same name)."""
+    import dataclasses
+    from types import SimpleNamespace
+
+    import torch
+
+    from cwm.model.ranker import RankerConfig
+    from cwm.model.transition import TransitionConfig
+    from fold_rankers import rows_fingerprint
+
+    def model(columns=("loop_tiles",), cfg=RankerConfig(), weight=0.0):
+        transition = torch.nn.Linear(2, 2)
+        torch.nn.init.constant_(transition.weight, weight)
+        torch.nn.init.constant_(transition.bias, 0.0)
+        return SimpleNamespace(meta={"version": 6}, columns=columns, ranker=SimpleNamespace(cfg=cfg),
+                               tcfg=TransitionConfig(), transition=transition)
+
+    shipped = rows_fingerprint(model())
+    assert rows_fingerprint(model()) == shipped  # the same model: the same cache
+    assert len(shipped) == 12
+    others = {rows_fingerprint(model(columns=("loop_tiles", "tile_footprint"))),
+              rows_fingerprint(model(cfg=dataclasses.replace(RankerConfig(), max_depth=3))),
+              rows_fingerprint(model(weight=0.5))}
+    assert shipped not in others and len(others) == 3
+
+
+def test_runs_longer_than_64_trials_are_read_at_their_count_too_and_tabled(tmp_path):
+    from report import search_knobs_table
+    from search_knobs import Runs, check_trials, summary
+
+    def row(task, arm, curve):
+        return {"task": task, "seed": 0, "arm": arm, "trials": 128, "curve": curve, "wall_s": 60.0}
+
+    rows = [row("a", "base", [100.0] * 128), row("a", "kind=blend", [100.0] * 64 + [80.0] * 64),
+            row("b", "base", [10.0] * 128), row("b", "kind=blend", [10.0] * 128)]
+    arms = summary(rows, ["base", "kind=blend"])["arms"]
+    assert sorted(arms["kind=blend"]) == ["at_128", "at_32", "at_64", "wall_s_mean"]
+    assert arms["kind=blend"]["at_64"]["geomean_best_over_baseline"] == pytest.approx(1.0)
+    assert arms["kind=blend"]["at_128"]["geomean_best_over_baseline"] == pytest.approx(math.sqrt(0.8))
+    table = search_knobs_table({"baseline_arm": "base", "arms": arms, "machine": "a host", "date": "2026-12-07"})
+    header, line = [x for x in table if x.startswith("| ")][0], [x for x in table if x.startswith("| ")][1]
+    assert "at 128 trials" in header and header.count("|") == line.count("|")
+    assert line.split("|")[7].strip() == f"{math.sqrt(0.8):.3f}"
+    # a checkpoint holds one trial count: 64-trial runs (rows from before the field: 64) refuse 128
+    runs = Runs(str(tmp_path / "runs.jsonl"))
+    runs.append({"task": "a", "arm": "base", "seed": 0, "curve": [], "machine": "m"})
+    check_trials(runs.rows, 64, runs.path)
+    with pytest.raises(SystemExit, match=r"holds runs of \[64\] trials, not 128"):
+        check_trials(runs.rows, 128, runs.path)

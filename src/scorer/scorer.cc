@@ -19,13 +19,8 @@ Scorer::Scorer(const std::string& model_dir, int num_threads)
 
 Scorer::Featurized Scorer::Featurize(const std::vector<std::string>& traces) const {
   Featurized out;
-  ParsedTraceHook read_nest;
-  if (model_.needs_facts) {
-    out.nests.resize(traces.size());
-    read_nest = [&out](int i, const Json& trace) { out.nests[static_cast<size_t>(i)] = ReadTiledNest(trace); };
-  }
   try {
-    out.fb = FeaturizeBatch(traces, num_threads_, read_nest);
+    out.fb = FeaturizeBatchWithNests(traces, num_threads_, model_.needs_facts ? &out.nests : nullptr);
     return out;
   } catch (const std::invalid_argument& e) {  // TraceFormatError / JsonError, naming the trace
     throw ScorerError(e.what());

@@ -3,6 +3,7 @@
 #include "check.h"
 #include "featurize.h"
 #include "json.h"
+#include "tile_footprint.h"
 #include "vocab.h"
 
 using namespace cwm;
@@ -111,6 +112,32 @@ static void TestFeaturize() {
     named = std::string(e.what()).find("trace 1: no nest") != std::string::npos;
   }
   CHECK(named);
+
+  // FeaturizeBatchWithNests: the same batch, and each trace's nest as its own parse reads it
+  const std::string tiled =
+      R"([[["GetSBlock",[],["C","main"],["b0"]],)"
+      R"(["Annotate",["b0","\"SSRSRS\""],["meta_schedule.tiling_structure"],[]],)"
+      R"(["GetLoops",["b0"],[],["l1","l2"]],)"
+      R"(["SamplePerfectTile",["l1"],[2,64],["v3","v4"]],)"
+      R"(["Split",["l1","v3","v4"],[true,false],["l5","l6"]],)"
+      R"(["SamplePerfectTile",["l2"],[2,64],["v7","v8"]],)"
+      R"(["Split",["l2","v7","v8"],[true,false],["l9","l10"]],)"
+      R"(["Reorder",["l5","l9","l6","l10"],[],[]],)"
+      R"(["EnterPostproc",[],[],[]]],)"
+      R"([[3,[4,16]],[5,[8,8]]]])";
+  std::vector<std::string> two = {tiled, kTrace};
+  std::vector<TiledNest> nests;
+  FeatureBatch with = FeaturizeBatchWithNests(two, 2, &nests), without = FeaturizeBatchWithNests(two, 2, nullptr);
+  CHECK(with.ints == without.ints && with.numbers == without.numbers && with.lengths == without.lengths);
+  CHECK_EQ(nests.size(), two.size());
+  for (size_t i = 0; i < two.size(); ++i) {
+    TiledNest alone = ReadTiledNest(ParseJson(two[i]));
+    CHECK(nests[i].found == alone.found && nests[i].name == alone.name && nests[i].parallel == alone.parallel);
+    CHECK_EQ(nests[i].loops.size(), alone.loops.size());
+  }
+  // the tiled trace's nest is found (C's two loops, each split in two), kTrace's is not
+  CHECK(nests[0].found && nests[0].name == "C" && nests[0].loops.size() == 4 && nests[0].loops[1].factor == 8);
+  CHECK(!nests[1].found);
 }
 
 int main() {
