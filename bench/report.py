@@ -1006,6 +1006,8 @@ TABLES = (("ranking.json", ranking_table),
           ("tile_footprint.json", tile_footprint_table),
           ("adapt_sim.json", adapt_sim_table),
           ("seed_transfer.json", seed_transfer_table),
+          ("search_knobs_adapt128_zen4.json", captioned(search_knobs_table, "The blend task model at half weight "
+                                                         "from 16 measurements, at 128 trials (decision 110)")),
           ("search_knobs_tile_footprint_zen4.json", captioned(search_knobs_table, "The parallel grain and cache "
                                                                   "footprints in search (decision 105: "
                                                                   "`add_columns=tile_footprint`), beside "

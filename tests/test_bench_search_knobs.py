@@ -185,7 +185,7 @@ def test_runs_of_another_host_are_refused_with_the_option_that_names_a_new_check
 def test_the_fold_rankers_cache_names_the_rows_it_was_fitted_on():
     """A shipped model with other trace columns, another ranker config or other transition weights
     reads no cached fold ranker of the last one (the cache of decision 106's refit held rankers
-    fitted on rows 35 columns narrower under the same name)."""
+    fitted on rows 14 columns narrower under the same name)."""
     import dataclasses
     from types import SimpleNamespace
 
