@@ -650,7 +650,7 @@ def seed_transfer_table(r) -> list[str]:
 def _paired_arm_rows(entries: dict, baseline, longer: tuple[int, ...] = ()) -> list[str]:
     """Rows ``| arm | pairs | best ÷ baseline | interval | faster / slower | at 32 | wall |`` of
     :func:`search_knobs.paired` entries, the baseline left out; with ``longer`` (trial counts past
-    64), the same four columns at each before the wall time."""
+    64), the same three columns (ratio, interval, faster / slower) at each before the wall time."""
     def cells(m) -> str:
         ci = m.get("task_bootstrap_90")
         return (f"{m['geomean_best_over_baseline']:.3f} | " + (f"{ci[0]:.3f}-{ci[1]:.3f}" if ci else "n/a")
