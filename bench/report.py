@@ -1007,7 +1007,9 @@ TABLES = (("ranking.json", ranking_table),
           ("adapt_sim.json", adapt_sim_table),
           ("seed_transfer.json", seed_transfer_table),
           ("search_knobs_adapt128_zen4.json", captioned(search_knobs_table, "The blend task model at half weight "
-                                                         "from 16 measurements, at 128 trials (decision 110)")),
+                                                         "from 16 measurements, at 128 trials (decision 110), "
+                                                         "and the same waiting for 64 measurements (decision "
+                                                         "111: run 1-2 h after `base`, not beside it)")),
           ("search_knobs_tile_footprint_zen4.json", captioned(search_knobs_table, "The parallel grain and cache "
                                                                   "footprints in search (decision 105: "
                                                                   "`add_columns=tile_footprint`), beside "
