@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
 
@@ -875,6 +876,51 @@ def transition_corpus_table(r) -> list[str]:
     return out + [""]
 
 
+#: decision 109's sample-efficiency runs, one a seed (seed 0's table above shows the whole run)
+SAMPLE_EFFICIENCY_SEEDS = ("search_v9_zen4_sample_efficiency.json",) + tuple(
+    f"search_v9_zen4_sample_efficiency_s{seed}.json" for seed in range(1, 5))
+
+
+def sample_efficiency_seeds_table(_r, load=_load) -> list[str]:
+    """Decision 109's seeds pooled: per task and seed, CWM's best in its trials ÷ the default's best
+    at 640 (tuning measurements; < 1: reached, at the trial shown), the seeds that reached it, and the
+    geomean over seeds. ``load``: result name -> the run or ``None``."""
+    runs = [r for r in map(load, SAMPLE_EFFICIENCY_SEEDS) if r and r.get("sample_efficiency")]
+    if not runs:
+        return []
+    seeds = [next(iter(r["sample_efficiency"].values()))["seed"] for r in runs]
+    e0 = next(iter(runs[0]["sample_efficiency"].values()))
+    out = [f"**Sample efficiency over seeds {', '.join(map(str, seeds))}** (`bench/search.py "
+           f"--sample-efficiency-tasks 3`, decision 109; {runs[0].get('machine')}; "
+           f"{', '.join(sorted({r.get('date') for r in runs}))}): CWM's best in {e0.get('cwm_max_trials')} trials "
+           f"÷ MetaSchedule's default's best in {e0.get('xgb_trials')} (tuning measurements; below 1: reached, at "
+           "the trial shown)", "",
+           "| task | " + " | ".join(f"seed {s}" for s in seeds) + " | reached | geomean |",
+           "|---|" + "---|" * (len(seeds) + 2)]
+    reached_per_seed = [0] * len(runs)
+    for label in runs[0]["sample_efficiency"]:
+        cells, ratios, reached = [], [], 0
+        for i, r in enumerate(runs):
+            e = r["sample_efficiency"].get(label)
+            if not e:
+                cells.append("–")
+                continue
+            ratio = e["cwm_best_us"] / e["xgb_640_best_us"]
+            ratios.append(ratio)
+            reach = e.get("cwm_trials_to_reach")
+            reached += reach is not None
+            reached_per_seed[i] += reach is not None
+            cells.append(f"**{ratio:.2f}** (trial {reach})" if reach is not None else f"{ratio:.2f}")
+        geo = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else float("nan")
+        out.append(f"| {label.split('/')[0]} | " + " | ".join(cells) + f" | {reached} of {len(ratios)} | {geo:.3f} |")
+    out.append("| **tasks reached** | " + " | ".join(f"{n} of {len(runs[0]['sample_efficiency'])}"
+                                                   for n in reached_per_seed) + " | | |")
+    curves = [f"[seed {s}]({r['curves_png']})" for s, r in zip(seeds, runs) if r.get("curves_png")]
+    if curves:
+        out += ["", "Tuning curves: " + ", ".join(curves)]
+    return out + [""]
+
+
 def captioned(render, caption: str):
     """``render`` with ``caption`` (what the run is) set in bold before its table."""
     def out(r) -> list[str]:
@@ -914,14 +960,7 @@ TABLES = (("ranking.json", ranking_table),
                                                              "`search_v9_zen4.json`'s runs re-measured with fewer "
                                                              "candidates beside them; the search result is that "
                                                              "file's")),
-          ("search_v9_zen4_sample_efficiency_s1.json", captioned(search_table, "The same on seed 1 (decision "
-                                                                "109)")),
-          ("search_v9_zen4_sample_efficiency_s2.json", captioned(search_table, "The same on seed 2 (decision "
-                                                                "109)")),
-          ("search_v9_zen4_sample_efficiency_s3.json", captioned(search_table, "The same on seed 3 (decision "
-                                                                "109)")),
-          ("search_v9_zen4_sample_efficiency_s4.json", captioned(search_table, "The same on seed 4 (decision "
-                                                                "109)")),
+          ("search_v9_zen4_sample_efficiency_s1.json", sample_efficiency_seeds_table),
           ("search_v8_zen4.json", captioned(search_table, "The model before (decision 98: the loop-tile columns "
                                              "only), decision 91's command and tasks on the AMD EPYC Zen 4 "
                                              "host kind (decision 103): every method tuned and re-measured there")),
