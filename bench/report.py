@@ -1045,6 +1045,14 @@ TABLES = (("ranking.json", ranking_table),
           ("tile_footprint.json", tile_footprint_table),
           ("adapt_sim.json", adapt_sim_table),
           ("seed_transfer.json", seed_transfer_table),
+          ("search_knobs_gen128_zen4.json", captioned(search_knobs_table, "One genetic iteration a round at 128 "
+                                                       "trials (decision 113: `genetic_num_iters=1`; the shipped "
+                                                       "search makes 2), beside a `base` of its own")),
+          ("search_knobs_eps128_zen4.json", captioned(search_knobs_table, "What the search proposes past its "
+                                                       "first rounds, at 128 trials (decision 112): 4 of each "
+                                                       "round's 16 trials at random (`eps_greedy=0.25`; the shipped "
+                                                       "0.05 picks none), and the prior alone, no task model "
+                                                       "(`min_measured=1000`, a diagnosis), each beside `base`")),
           ("search_knobs_adapt128_zen4.json", captioned(search_knobs_table, "The blend task model at half weight "
                                                          "from 16 measurements, at 128 trials (decision 110), "
                                                          "and the same waiting for 64 measurements (decision "
