@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
 import re
 
@@ -885,6 +884,8 @@ def sample_efficiency_seeds_table(_r, load=_load) -> list[str]:
     """Decision 109's seeds pooled: per task and seed, CWM's best in its trials ÷ the default's best
     at 640 (tuning measurements; < 1: reached, at the trial shown), the seeds that reached it, and the
     geomean over seeds. ``load``: result name -> the run or ``None``."""
+    from common import geomean
+
     runs = [r for r in map(load, SAMPLE_EFFICIENCY_SEEDS) if r and r.get("sample_efficiency")]
     if not runs:
         return []
@@ -911,8 +912,8 @@ def sample_efficiency_seeds_table(_r, load=_load) -> list[str]:
             reached += reach is not None
             reached_per_seed[i] += reach is not None
             cells.append(f"**{ratio:.2f}** (trial {reach})" if reach is not None else f"{ratio:.2f}")
-        geo = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else float("nan")
-        out.append(f"| {label.split('/')[0]} | " + " | ".join(cells) + f" | {reached} of {len(ratios)} | {geo:.3f} |")
+        out.append(f"| {label.split('/')[0]} | " + " | ".join(cells)
+                   + f" | {reached} of {len(ratios)} | {geomean(ratios):.3f} |")
     out.append("| **tasks reached** | " + " | ".join(f"{n} of {len(runs[0]['sample_efficiency'])}"
                                                    for n in reached_per_seed) + " | | |")
     curves = [f"[seed {s}]({r['curves_png']})" for s, r in zip(seeds, runs) if r.get("curves_png")]
