@@ -1046,6 +1046,10 @@ TABLES = (("ranking.json", ranking_table),
           ("tile_footprint.json", tile_footprint_table),
           ("adapt_sim.json", adapt_sim_table),
           ("seed_transfer.json", seed_transfer_table),
+          ("search_knobs_imr128_zen4.json", captioned(search_knobs_table, "Fewer measured parents in each "
+                                                       "round's population at 128 trials (decision 114: "
+                                                       "`init_measured_ratio=0.05`; the shipped search takes 0.2), "
+                                                       "beside a `base` of its own")),
           ("search_knobs_gen128_zen4.json", captioned(search_knobs_table, "One genetic iteration a round at 128 "
                                                        "trials (decision 113: `genetic_num_iters=1`; the shipped "
                                                        "search makes 2), beside a `base` of its own")),
