@@ -59,3 +59,13 @@ def geomean(values) -> float | None:
     """Geometric mean of the positive finite ``values``; None if there are none."""
     xs = [float(v) for v in values if v is not None and math.isfinite(v) and v > 0]
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else None
+
+
+def require_family_absent(model_columns, family: str, bench: str) -> None:
+    """Stop ``bench``, which appends the ``family`` columns to the model's rows to measure them,
+    when the model's rows already hold that family: the variant would carry the columns twice and
+    compare the model with itself plus a copy."""
+    if family in tuple(model_columns):
+        raise SystemExit(f"{bench}: the model already takes the {family} columns (its manifest flag), so its rows "
+                         f"hold them; this bench measures them against a model without them. Point it at such a "
+                         f"model, or read the decision that recorded its result.")

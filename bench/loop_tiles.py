@@ -12,6 +12,7 @@ cached fold rankers' fit, refitted in the run): pairwise accuracy, per-task top-
 and the best found among the first 16 / 32 / 48 / 64 of the order, with paired 95 % intervals
 (tasks resampled; :func:`top_rerank.summary`). With ``--check-swap``, it first shows on one trace
 per zoo task that swapping two spatial splits' factor lists leaves the rollout unchanged.
+It stops on a model that already takes the family (the shipped model, since decision 98).
 
     PYTHONPATH=python .venv/bin/python bench/loop_tiles.py
 """
@@ -25,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
-from common import log, machine, today, write_result  # noqa: E402
+from common import log, machine, require_family_absent, today, write_result  # noqa: E402
 from within_task import fold_ranker_arguments  # noqa: E402
 
 BASELINE, VARIANT = "fold ranker (shipped rows)", "fold ranker, + loop tiles"
@@ -98,6 +99,7 @@ def main(argv=None) -> int:
 
     start = time.perf_counter()
     model = WorldModel.load(default_model_dir())
+    require_family_absent(model.columns, "loop_tiles", "bench/loop_tiles.py")
     roots, union, rows, folds, _, zoo = zoo_tasks_and_priors(model, a.work_root)
     by_task = _training_trajectories(union, model.meta.get("config", {}).get("seed", 0))
     swap = swap_check(model, union, by_task, sorted(zoo)) if a.check_swap else None

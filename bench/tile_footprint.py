@@ -6,6 +6,8 @@ The columns are :mod:`cwm.model.tile_footprint`'s (the spec; its docstring defin
 candidate's trace and the *unscheduled* workload ``s_0``, never from the candidate's program: no
 replay, so not a snapshot model (DESIGN.md §5); the idle share on 2 cores, the training hosts'.
 Fold rankers, metrics and intervals as ``bench/decoded_columns.py``.
+It stops on a model that already takes the family (the shipped model, since decision 106): it
+measures the columns against a model without them.
 
     PYTHONPATH=python .venv/bin/python bench/tile_footprint.py [--out NAME]
 """
@@ -19,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
 
-from common import log, machine, today, write_result  # noqa: E402
+from common import log, machine, require_family_absent, today, write_result  # noqa: E402
 
 BASELINE = "fold ranker (shipped rows)"
 CORES = 2  # every training record was measured on a 2-core host (its target's num-cores)
@@ -60,6 +62,7 @@ def main(argv=None) -> int:
 
     start = time.perf_counter()
     model = WorldModel.load(default_model_dir())
+    require_family_absent(model.columns, "tile_footprint", "bench/tile_footprint.py")
     roots, union, rows, _, folds, zoo = zoo_tasks(model)
     variant_rows, counts = footprint_rows(model, union, rows)
     log(f"columns of {len(variant_rows)} training tasks ({time.perf_counter() - start:.0f} s): {counts}")
