@@ -3,8 +3,9 @@ task is used).
 
 Each *arm* is CWM's default search (the ``seeded`` profile: 8 transferred schedules as the last
 round, the task and its networks kept out of the seed library) with some knobs changed; the first
-arm is the baseline. An arm is written ``base`` (nothing changed) or ``key=value`` pairs joined by
-``+``, where a key is a :class:`~cwm.tuning.settings.FastSettings` field (``num_trials_per_iter``,
+arm is the baseline (the ratios' denominator, not the running order: a (task, seed)'s arms run
+back to back, rotated by one from one pair to the next). An arm is written ``base`` (nothing
+changed) or ``key=value`` pairs joined by ``+``, where a key is a :class:`~cwm.tuning.settings.FastSettings` field (``num_trials_per_iter``,
 ``genetic_num_iters``, ``population_size``, ...) or a field of the cost model's
 :class:`~cwm.cost_model.task_adaptation.AdaptConfig` but ``seed`` (``temperature``, decision 75;
 ``kind`` and ``half_weight_at``, decision 90) or ``ranker_data`` (a dataset root whose tasks the
@@ -213,7 +214,7 @@ def _run_arms(loader, union, library, arms, search_of, seeds, n_tasks, work_root
     tasks = [t for t in round_robin(zoo_training_tasks(loader, library), n_tasks) if t["networks"]]
     fold = network_of(tasks)
     log(f"{len(tasks)} tasks: {[(t['name'][:32], fold[t['key']]) for t in tasks]}")
-    todo = [(seed, task, arm) for seed in seeds for task in tasks for arm in arms
+    todo = [(seed, task, arm) for seed, task, arm in run_order(seeds, tasks, arms)
             if (task["key"], arm, seed) not in runs.done]
     if not todo:
         return runs.rows
@@ -257,6 +258,20 @@ def _run_arms(loader, union, library, arms, search_of, seeds, n_tasks, work_root
                      "finished_at": time.strftime("%Y-%m-%dT%H:%M:%S")})
         log(f"[{i + 1}/{len(todo)}] seed {seed} {task['name'][:40]:40s} {field} {arm} best {best} us")
     return runs.rows
+
+
+def run_order(seeds, tasks: list[dict], arms: list[str]) -> list[tuple]:
+    """``(seed, task, arm)`` in the order they run: each (task, seed) runs all its arms back to
+    back, the arms rotated by one from one (task, seed) to the next, so every arm runs first (and
+    last) about equally often and an effect of running first (a warm cache, the host's drift
+    within a pair) does not fall on the baseline alone (decision 116)."""
+    order, slot = [], 0
+    for seed in seeds:
+        for task in tasks:
+            shift = slot % len(arms)
+            order += [(seed, task, arm) for arm in arms[shift:] + arms[:shift]]
+            slot += 1
+    return order
 
 
 def check_trials(rows: list[dict], trials: int, checkpoint: str) -> None:

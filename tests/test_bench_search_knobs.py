@@ -130,6 +130,25 @@ def test_arms_are_paired_with_the_first_arm_of_the_same_task_and_seed():
     assert out["arms"]["base"]["at_64"]["geomean_best_over_baseline"] == pytest.approx(1.0)
 
 
+def test_each_arm_runs_first_about_equally_often_and_a_pair_runs_back_to_back():
+    from collections import Counter
+
+    from search_knobs import run_order
+
+    tasks = [{"key": k} for k in "abcde"]
+    arms = ["base", "x", "y"]
+    order = run_order([0, 1], tasks, arms)
+    assert len(order) == len({(s, t["key"], a) for s, t, a in order}) == 2 * 5 * 3
+    groups = [order[i:i + 3] for i in range(0, len(order), 3)]
+    # each (task, seed) runs all its arms, one after another
+    assert all(len({(s, t["key"]) for s, t, _ in g}) == 1 and sorted(a for *_, a in g) == sorted(arms)
+               for g in groups)
+    assert Counter(g[0][2] for g in groups) == {"base": 4, "x": 3, "y": 3}  # 10 pairs: as even as 3 arms allow
+    # two arms alternate which runs first
+    two = run_order([0], tasks[:4], ["base", "x"])
+    assert [two[i][2] for i in range(0, 8, 2)] == ["base", "x", "base", "x"]
+
+
 def test_a_checkpoint_of_another_host_is_refused(tmp_path):
     from checkpoint import check_host
     from search_knobs import Runs
