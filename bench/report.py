@@ -934,10 +934,6 @@ TABLES = (("ranking.json", ranking_table),
           ("ranking_v6_d98.json", captioned(ranking_table, "The previous shipped model (decision 98: the loop "
                                              "tiles, without decision 105's parallel grain and cache footprints), "
                                              "the same command on the Intel Xeon model 167")),
-          ("ranking_v6_d78.json", captioned(ranking_table, "The previous shipped model (v6 before decision 98: no "
-                                             "loop-tile columns), every row in one run with the static-final "
-                                             "snapshot (decision 78, Intel Xeon model 207); kept for its "
-                                             "`static_final` row, which the run above left out")),
           ("probe_centring_design_space.json", centring_table),
           ("probe_network_ranker_seeds_pt4.json", ranker_seeds_table),
           ("probe_network.json", probe_cv_table),
