@@ -5,8 +5,9 @@ Each *arm* is CWM's default search (the ``seeded`` profile: 8 transferred schedu
 round, the task and its networks kept out of the seed library) with some knobs changed; the first
 arm is the baseline (the ratios' denominator, not the running order: a (task, seed)'s arms run
 back to back, rotated by one from one pair to the next). An arm is written ``base`` (nothing
-changed) or ``key=value`` pairs joined by ``+``, where a key is a :class:`~cwm.tuning.settings.FastSettings` field (``num_trials_per_iter``,
-``genetic_num_iters``, ``population_size``, ...) or a field of the cost model's
+changed) or ``key=value`` pairs joined by ``+``, where a key is a
+:class:`~cwm.tuning.settings.FastSettings` field (``num_trials_per_iter``, ``genetic_num_iters``,
+``population_size``, ...) or a field of the cost model's
 :class:`~cwm.cost_model.task_adaptation.AdaptConfig` but ``seed`` (``temperature``, decision 75;
 ``kind`` and ``half_weight_at``, decision 90) or ``ranker_data`` (a dataset root whose tasks the
 fold rankers are fitted on too, as groups of their own: ``bench/dagger_collect.py``'s CWM-guided
@@ -265,13 +266,10 @@ def run_order(seeds, tasks: list[dict], arms: list[str]) -> list[tuple]:
     back, the arms rotated by one from one (task, seed) to the next, so every arm runs first (and
     last) about equally often and an effect of running first (a warm cache, the host's drift
     within a pair) does not fall on the baseline alone (decision 116)."""
-    order, slot = [], 0
-    for seed in seeds:
-        for task in tasks:
-            shift = slot % len(arms)
-            order += [(seed, task, arm) for arm in arms[shift:] + arms[:shift]]
-            slot += 1
-    return order
+    from itertools import product
+
+    return [(seed, task, arm) for slot, (seed, task) in enumerate(product(seeds, tasks))
+            for arm in arms[slot % len(arms):] + arms[:slot % len(arms)]]
 
 
 def check_trials(rows: list[dict], trials: int, checkpoint: str) -> None:
